@@ -56,6 +56,13 @@ class AnnotationSource(Protocol):
         """Ask ``annotator`` to label ``item_id``. The caller has reserved ``price``."""
         ...
 
+    def annotate_many(self, requests: list[tuple[str, str]]) -> list[Outcome]:
+        """Answer independent ``(item_id, annotator)`` requests, possibly concurrently.
+
+        Results come back in request order. Replay loops; live sources run them in parallel.
+        """
+        ...
+
     def confidence(self, item_id: str, annotator: str) -> Outcome:
         """Ask ``annotator`` for a verbalised confidence (0..1) in its own answer.
 

@@ -48,7 +48,43 @@ class CallRecorder:
         except BaseException:
             res.release()
             raise
-        res.settle(out.cost, counted=human and out.status != "failed")
+        self._settle_and_record(res, out, item_id, annotator, phase)
+        return out
+
+    def annotate_many(self, requests: list[tuple[str, str]], phase: str = "") -> list[Outcome]:
+        """Reserve every request first, then let the source answer them together.
+
+        Requests that cannot be reserved are not made; their slot in the result is None.
+        """
+        reservations = []
+        for _item_id, annotator in requests:
+            human = self.is_human(annotator)
+            price = self.price(annotator)
+            if self.budget.can_afford(price, human=human):
+                reservations.append(self.budget.reserve(price, human=human))
+            else:
+                reservations.append(None)
+        todo = [r for r, res in zip(requests, reservations, strict=True) if res is not None]
+        try:
+            answers = iter(self.source.annotate_many(todo) if todo else [])
+        except BaseException:
+            for res in reservations:
+                if res is not None:
+                    res.release()
+            raise
+        outs: list[Outcome | None] = []
+        for (item_id, annotator), res in zip(requests, reservations, strict=True):
+            if res is None:
+                outs.append(None)
+                continue
+            out = next(answers)
+            self._settle_and_record(res, out, item_id, annotator, phase)
+            outs.append(out)
+        return outs
+
+    def _settle_and_record(self, res, out: Outcome, item_id: str, annotator: str, phase: str):
+        human = self.is_human(annotator)
+        res.settle(out.cost, counted=human and out.status not in ("failed", "pending"))
         if not human:
             self.llm_calls += 1
         self._step += 1
@@ -65,7 +101,6 @@ class CallRecorder:
             }
         )
         self.by_item[item_id][annotator] = out
-        return out
 
     def confidence(self, item_id: str, annotator: str, phase: str = "confidence") -> Outcome:
         """A paid verbalised-confidence call (uncertainty baselines)."""

@@ -72,6 +72,9 @@ class RecordedSource:
             return Outcome(item_id, annotator, None, cost, status="unparseable")
         return Outcome(item_id, annotator, out, cost, status="ok")
 
+    def annotate_many(self, requests: list[tuple[str, str]]) -> list[Outcome]:
+        return [self.annotate(i, a) for i, a in requests]
+
     def recorded_output(self, item_id: str, annotator: str) -> str | None:
         """Free look-up for evaluation (MCA, metrics); routers must not use it."""
         if annotator == GOLD_HUMAN:
