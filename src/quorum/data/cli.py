@@ -1,0 +1,239 @@
+"""``quorum datasets``: list, show and export the named datasets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from quorum.data.schema import Dataset, TaskType
+from quorum.errors import QuorumError
+
+datasets_app = typer.Typer(
+    help="List, inspect and export the named datasets (read from the shared data dir).",
+    no_args_is_help=True,
+)
+
+DataDirOpt = typer.Option(
+    None, "--data-dir", help="folder with the shared datasets (default: $QUORUM_DATA_DIR)"
+)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``datasets`` sub-command to the main ``quorum`` app."""
+    app.add_typer(datasets_app, name="datasets")
+
+
+def _console() -> Console:
+    con = Console(highlight=False)
+    if not con.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
+        con = Console(highlight=False, width=160)
+    return con
+
+
+_SHORT_TYPE = {"multiple_choice": "mc", "classification": "class", "summarization": "summ"}
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    Console(stderr=True, highlight=False).print(f"[red]error:[/red] {exc}")
+    return typer.Exit(code=1)
+
+
+def _metric(ds: Dataset) -> str:
+    return "rouge1_f" if ds.task.type is TaskType.summarization else "accuracy"
+
+
+def _scores(ds: Dataset) -> tuple[dict[str, float], dict[str, float]]:
+    if "scores" in ds.meta and "coverage" in ds.meta:
+        return ds.meta["scores"], ds.meta["coverage"]
+    from quorum.data.loaders import annotator_scores
+
+    return annotator_scores(ds.task.type, ds.items, ds.annotations)
+
+
+def summarize(name: str, ds: Dataset) -> dict[str, Any]:
+    """A JSON-able summary of one dataset: counts, panel and per-annotator quality."""
+    scores, coverage = _scores(ds)
+    panel = list(ds.meta.get("panel", []))
+    unp = ds.meta.get("unparseable", {})
+    annotators = [
+        {
+            "name": a.name,
+            "kind": a.kind,
+            "price": a.price,
+            "score": None if a.name not in scores else round(scores[a.name], 6),
+            "coverage": round(coverage.get(a.name, 0.0), 4),
+            "unparseable": unp.get(a.name),
+            "in_panel": a.name in panel,
+        }
+        for a in ds.task.annotators
+    ]
+    annotators.sort(key=lambda r: (-(r["score"] or 0.0), r["name"]))
+    return {
+        "name": name,
+        "type": ds.task.type.value,
+        "language": ds.task.language,
+        "items": ds.n_items,
+        "annotations": len(ds.annotations),
+        "labels": ds.task.labels,
+        "metric": _metric(ds),
+        "human_price": ds.task.human_price,
+        "panel": panel,
+        "annotators": annotators,
+        "notes": list(ds.meta.get("notes", [])),
+    }
+
+
+def _fmt(score: float | None) -> str:
+    return "  -  " if score is None else f"{score:.3f}".lstrip("0")
+
+
+@datasets_app.command("list")
+def list_cmd(
+    as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
+    annotators: bool = typer.Option(
+        False, "--annotators", "-a", help="one row per annotator (kind, price, score, coverage)"
+    ),
+    data_dir: Path | None = DataDirOpt,
+) -> None:
+    """Every named dataset with items, annotators, the default panel and annotator quality.
+
+    Quality is accuracy against gold (labels) or mean unigram ROUGE-1 F against the
+    reference (summaries), over all items: a missing answer counts as wrong.
+    """
+    from quorum.data.loaders import list_datasets, load_dataset
+
+    try:
+        names = list_datasets(data_dir)
+    except QuorumError as exc:
+        raise _fail(exc) from exc
+    rows, errors = [], {}
+    for n in names:
+        try:
+            rows.append(summarize(n, load_dataset(n, data_dir=data_dir)))
+        except QuorumError as exc:
+            errors[n] = str(exc)
+    if as_json:
+        typer.echo(json.dumps({"datasets": rows, "errors": errors}, indent=1))
+        return
+    con = _console()
+    if annotators:
+        t = Table("dataset", "annotator", "kind", "price", "score", "coverage", "panel")
+        for r in rows:
+            for i, a in enumerate(r["annotators"]):
+                t.add_row(
+                    r["name"] if i == 0 else "",
+                    a["name"],
+                    a["kind"],
+                    f"{a['price']:.6g}",
+                    _fmt(a["score"]),
+                    f"{a['coverage']:.0%}",
+                    "*" if a["in_panel"] else "",
+                )
+    else:
+        t = Table("dataset", "type", "lang", "items", "ann.", "metric", "panel (score)", "others")
+        for r in rows:
+            by = {a["name"]: a for a in r["annotators"]}
+            panel = "\n".join(f"{p} {_fmt(by[p]['score'])}" for p in r["panel"] if p in by)
+            rest = [a["score"] for a in r["annotators"] if not a["in_panel"]]
+            rest = [x for x in rest if x is not None]
+            others = f"{len(rest)}: {_fmt(min(rest))}-{_fmt(max(rest))}" if rest else "-"
+            t.add_row(
+                r["name"],
+                _SHORT_TYPE.get(r["type"], r["type"]),
+                r["language"],
+                str(r["items"]),
+                str(len(r["annotators"])),
+                "R1" if r["metric"] == "rouge1_f" else "acc",
+                panel or "-",
+                others,
+            )
+    con.print(t)
+    for n, e in errors.items():
+        con.print(f"[red]{n}: {e}[/red]")
+    if errors:
+        raise typer.Exit(code=1)
+
+
+@datasets_app.command("show")
+def show_cmd(
+    name: str = typer.Argument(..., help="dataset name or folder"),
+    n: int = typer.Option(3, "--n", "-n", help="how many example items"),
+    data_dir: Path | None = DataDirOpt,
+) -> None:
+    """Print the task spec, the default panel, caveats and a few example items."""
+    from quorum.data.loaders import load_dataset
+
+    try:
+        ds = load_dataset(name, data_dir=data_dir)
+    except QuorumError as exc:
+        raise _fail(exc) from exc
+    con = _console()
+    info = summarize(name, ds)
+    con.print(f"[bold]{name}[/bold]  {ds.n_items} items, {len(ds.annotations)} annotations")
+    spec = ds.task.model_dump(mode="json", exclude_none=True)
+    spec.pop("annotators", None)
+    con.print(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True, width=100), markup=False)
+    metric = "R1" if info["metric"] == "rouge1_f" else "acc"
+    con.print(f"annotators ({len(info['annotators'])}; name kind price {metric} coverage):")
+    for a in info["annotators"]:
+        mark = "  [panel]" if a["in_panel"] else ""
+        con.print(
+            f"  {a['name']}  {a['kind']}  {a['price']:.6g}  {_fmt(a['score'])}  "
+            f"{a['coverage']:.0%}{mark}",
+            markup=False,
+        )
+    con.print(f"panel: {info['panel'] or '-'}", markup=False)
+    unp = {k: v for k, v in ds.meta.get("unparseable", {}).items() if v}
+    if unp:
+        con.print(f"no usable answer (counted as unparseable): {unp}", markup=False)
+    for note in info["notes"]:
+        con.print(f"note: {note}", markup=False)
+    ann = ds.annotations
+    for _, row in ds.items.head(n).iterrows():
+        con.print(f"\n[bold]item {escape(str(row['item_id']))}[/bold]")
+        con.print(_clip(row["text"], 400), markup=False)
+        for col in ("gold", "reference"):
+            if col in row.index and isinstance(row[col], str):
+                label = (ds.task.label_names or {}).get(row[col])
+                extra = f" ({label})" if label else ""
+                con.print(f"  {col}: {_clip(row[col], 200)}{extra}", markup=False)
+        for _, a in ann.loc[ann["item_id"] == row["item_id"]].iterrows():
+            conf = a.get("confidence")
+            c = f"  conf={conf:.2f}" if isinstance(conf, float) and conf == conf else ""
+            con.print(f"  {a['annotator']}: {_clip(str(a['output']), 120)}{c}", markup=False)
+
+
+def _clip(text: str, n: int) -> str:
+    text = str(text)
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+@datasets_app.command("export")
+def export_cmd(
+    name: str = typer.Argument(..., help="dataset name (see `quorum datasets list`)"),
+    out_dir: Path = typer.Argument(..., help="folder to write"),
+    fmt: str = typer.Option("csv", "--format", "-f", help="csv, jsonl or parquet"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace existing files"),
+    data_dir: Path | None = DataDirOpt,
+) -> None:
+    """Write a dataset as a canonical folder (task.toml, items.*, annotations.*, meta.json)."""
+    from quorum.data.io import FORMATS, save_folder
+    from quorum.data.loaders import load_dataset
+
+    if fmt not in FORMATS:
+        raise _fail(ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}"))
+    try:
+        ds = load_dataset(name, data_dir=data_dir)
+        folder = save_folder(ds, out_dir, fmt=fmt, overwrite=overwrite)  # type: ignore[arg-type]
+    except QuorumError as exc:
+        raise _fail(exc) from exc
+    except FileExistsError as exc:
+        raise _fail(Exception(f"{exc} (use --overwrite)")) from exc
+    typer.echo(f"wrote {name}: {ds.n_items} items, {len(ds.annotations)} annotations -> {folder}")

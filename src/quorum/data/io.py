@@ -1,0 +1,419 @@
+"""Read and write a dataset *folder*: the canonical on-disk form of a labelling job.
+
+A folder holds::
+
+    task.toml | task.yaml          the TaskSpec (required)
+    items.{csv,jsonl,parquet}      item_id, text, [gold, choices, reference, language, ...]
+    annotations.{csv,jsonl,parquet}  item_id, annotator, output, [confidence, cost, raw, ...]
+                                   (optional: a job with no annotations yet is valid)
+    meta.json                      free metadata, e.g. the default LLM panel (optional)
+    dtypes.json                    column dtypes of the CSV files (optional, written by
+                                   save_folder; without it CSV metadata types are inferred)
+
+In CSV files ``choices`` is a JSON list (``["yes", "no"]``). Every text file must be UTF-8.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import yaml
+from pydantic import ValidationError
+
+from quorum.data.schema import ANNOTATION_REQUIRED, Dataset, TaskSpec
+from quorum.errors import DatasetNotFoundError, DataValidationError
+
+Format = Literal["csv", "jsonl", "parquet"]
+FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
+TASK_FILES: tuple[str, ...] = ("task.toml", "task.yaml", "task.yml")
+META_FILE = "meta.json"
+#: column dtypes of CSV files, so that a CSV round trip keeps metadata types exactly
+DTYPES_FILE = "dtypes.json"
+
+#: columns always read as strings from CSV (everything else is type-inferred)
+_STR_COLUMNS = (
+    "item_id",
+    "text",
+    "gold",
+    "reference",
+    "language",
+    "annotator",
+    "output",
+    "raw",
+)
+_FLOAT_COLUMNS = ("confidence", "cost")
+
+__all__ = ["load_folder", "read_task", "save_folder", "write_task"]
+
+
+# --------------------------------------------------------------------------- load
+def load_folder(path: str | Path) -> Dataset:
+    """Load and validate a dataset folder.
+
+    Raises :class:`DatasetNotFoundError` when the folder or a required file is missing and
+    :class:`DataValidationError` (naming the file) when a file is malformed or inconsistent.
+    """
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        raise DatasetNotFoundError(f"dataset folder not found: {folder}")
+    task_file = _find_one(folder, TASK_FILES, required=True, what="task file")
+    items_file = _find_one(folder, [f"items.{f}" for f in FORMATS], required=True, what="items")
+    ann_file = _find_one(folder, [f"annotations.{f}" for f in FORMATS], required=False, what="")
+
+    task = read_task(task_file)
+    dtypes: dict[str, dict[str, str]] = {}
+    dtypes_file = folder / DTYPES_FILE
+    if dtypes_file.is_file():
+        try:
+            dtypes = json.loads(_read_text(dtypes_file))
+        except json.JSONDecodeError as exc:
+            raise DataValidationError(f"{dtypes_file}: malformed JSON: {exc}") from exc
+    items = _read_table(items_file, dtypes=dtypes.get("items"))
+    if ann_file is None:
+        annotations = pd.DataFrame({c: pd.Series(dtype="str") for c in ANNOTATION_REQUIRED})
+    else:
+        annotations = _read_table(ann_file, allow_empty=True, dtypes=dtypes.get("annotations"))
+        if len(annotations.columns) == 0:
+            annotations = pd.DataFrame({c: pd.Series(dtype="str") for c in ANNOTATION_REQUIRED})
+    items = _decode_choices(items, items_file)
+
+    meta: dict[str, Any] = {}
+    meta_file = folder / META_FILE
+    if meta_file.is_file():
+        try:
+            meta = json.loads(_read_text(meta_file))
+        except json.JSONDecodeError as exc:
+            raise DataValidationError(f"{meta_file}: malformed JSON: {exc}") from exc
+        if not isinstance(meta, dict):
+            raise DataValidationError(f"{meta_file}: expected a JSON object, got {type(meta)}")
+
+    try:
+        return Dataset(task, items, annotations, source=str(folder), meta=meta)
+    except DataValidationError as exc:
+        msg = str(exc)
+        where = ann_file if msg.startswith("annotations") and ann_file else items_file
+        raise DataValidationError(f"{where}: {msg}") from exc
+
+
+def read_task(path: str | Path) -> TaskSpec:
+    """Parse a ``task.toml`` / ``task.yaml`` file into a :class:`TaskSpec`."""
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetNotFoundError(f"task file not found: {path}")
+    text = _read_text(path)
+    if path.suffix == ".toml":
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise DataValidationError(f"{path}: malformed TOML: {exc}") from exc
+    else:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise DataValidationError(f"{path}: malformed YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise DataValidationError(
+            f"{path}: expected a mapping of task fields, got {type(data).__name__}"
+        )
+    try:
+        return TaskSpec.model_validate(data)
+    except ValidationError as exc:
+        raise DataValidationError(f"{path}: invalid task spec: {exc}") from exc
+
+
+def _find_one(folder: Path, names, *, required: bool, what: str) -> Path | None:
+    found = [folder / n for n in names if (folder / n).is_file()]
+    if len(found) > 1:
+        raise DataValidationError(
+            f"{folder}: more than one file for the same part: {[p.name for p in found]}; "
+            "keep exactly one"
+        )
+    if not found:
+        if required:
+            raise DatasetNotFoundError(f"{folder}: no {what} found; looked for {', '.join(names)}")
+        return None
+    return found[0]
+
+
+def _read_text(path: Path) -> str:
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        start = max(0, exc.start - 20)
+        raise DataValidationError(
+            f"{path}: not valid UTF-8 at byte offset {exc.start} "
+            f"(bytes {raw[exc.start : exc.start + 4]!r}, after {raw[start : exc.start]!r}); "
+            "re-save the file as UTF-8"
+        ) from exc
+
+
+def _read_table(
+    path: Path, *, allow_empty: bool = False, dtypes: dict[str, str] | None = None
+) -> pd.DataFrame:
+    fmt = path.suffix.lstrip(".")
+    if fmt == "parquet":
+        try:
+            df = pd.read_parquet(path)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise DataValidationError(f"{path}: cannot read parquet: {exc}") from exc
+        return _lists_from_arrays(df)
+    text = _read_text(path)
+    if not text.strip():
+        if allow_empty:
+            return pd.DataFrame()
+        raise DataValidationError(f"{path}: file is empty")
+    if fmt == "jsonl":
+        return _apply_dtypes(_read_jsonl(text, path), dtypes, path)
+    # CSV: canonical string columns stay strings; metadata columns get the dtypes saved in
+    # dtypes.json, else are type-inferred. Only empty cells are missing ("NA" stays text).
+    try:
+        header = pd.read_csv(io.StringIO(text), nrows=0).columns
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise DataValidationError(f"{path}: malformed CSV: {exc}") from exc
+    dtype: dict[str, str] = {}
+    dates: list[str] = []
+    for c in header:
+        saved = (dtypes or {}).get(c)
+        if c in _STR_COLUMNS or c == "choices":
+            dtype[c] = "str"
+        elif c in _FLOAT_COLUMNS:
+            dtype[c] = "float64"
+        elif saved is None:
+            continue
+        elif saved.startswith("datetime64"):
+            dates.append(c)
+        else:
+            dtype[c] = "str" if saved in ("object", "string") else saved
+    try:
+        return pd.read_csv(
+            io.StringIO(text),
+            dtype=dtype,
+            parse_dates=dates or False,
+            keep_default_na=False,
+            na_values=[""],
+        )
+    except (pd.errors.ParserError, ValueError, TypeError) as exc:
+        hint = f" (dtypes from {DTYPES_FILE}: {dtypes})" if dtypes else ""
+        raise DataValidationError(f"{path}: malformed CSV: {exc}{hint}") from exc
+
+
+def _read_jsonl(text: str, path: Path) -> pd.DataFrame:
+    records = []
+    for lineno, line in enumerate(text.split("\n"), start=1):  # not splitlines: U+2028
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataValidationError(f"{path}: line {lineno}: malformed JSON: {exc}") from exc
+        if not isinstance(rec, dict):
+            raise DataValidationError(f"{path}: line {lineno}: expected a JSON object")
+        records.append(rec)
+    df = pd.DataFrame.from_records(records)
+    for c in _FLOAT_COLUMNS:
+        if c in df.columns:
+            df[c] = pd.to_numeric(df[c], errors="coerce")
+    return df
+
+
+def _apply_dtypes(df: pd.DataFrame, dtypes: dict[str, str] | None, path: Path) -> pd.DataFrame:
+    """Restore saved dtypes JSON cannot express (e.g. nullable Int64, str)."""
+    for c, saved in (dtypes or {}).items():
+        if c not in df.columns or c == "choices" or saved == "object":
+            continue
+        try:
+            df[c] = pd.to_datetime(df[c]) if saved.startswith("datetime64") else df[c].astype(saved)
+        except (TypeError, ValueError) as exc:
+            raise DataValidationError(
+                f"{path}: column {c!r} cannot be read as {saved} (from {DTYPES_FILE}): {exc}"
+            ) from exc
+    return df
+
+
+def _lists_from_arrays(df: pd.DataFrame) -> pd.DataFrame:
+    """pyarrow gives list columns as numpy arrays; the canonical form uses Python lists."""
+    for c in df.columns:
+        if df[c].dtype == object:
+            first = df[c].dropna().head(1)
+            if len(first) and isinstance(first.iloc[0], np.ndarray):
+                df[c] = df[c].map(lambda v: v.tolist() if isinstance(v, np.ndarray) else v)
+    return df
+
+
+def _decode_choices(items: pd.DataFrame, path: Path) -> pd.DataFrame:
+    if "choices" not in items.columns:
+        return items
+
+    def parse(v, item_id):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return None
+        if isinstance(v, list | tuple | np.ndarray):
+            return [str(x) for x in v]
+        try:
+            out = json.loads(v)
+        except (TypeError, json.JSONDecodeError) as exc:
+            raise DataValidationError(
+                f"{path}: item {item_id!r}: `choices` must be a JSON list of strings, "
+                f"got {str(v)[:60]!r} ({exc})"
+            ) from exc
+        if not isinstance(out, list):
+            raise DataValidationError(
+                f"{path}: item {item_id!r}: `choices` must be a JSON list, got {str(v)[:60]!r}"
+            )
+        return [str(x) for x in out]
+
+    items = items.copy()
+    ids = items["item_id"] if "item_id" in items.columns else items.index
+    items["choices"] = pd.Series(
+        [parse(v, i) for v, i in zip(items["choices"], ids, strict=True)],
+        index=items.index,
+        dtype=object,
+    )
+    return items
+
+
+# --------------------------------------------------------------------------- save
+def save_folder(
+    dataset: Dataset,
+    path: str | Path,
+    fmt: Format = "csv",
+    *,
+    task_format: Literal["toml", "yaml"] = "toml",
+    overwrite: bool = False,
+) -> Path:
+    """Write ``dataset`` as a folder that :func:`load_folder` reads back unchanged.
+
+    Existing canonical files in ``path`` are replaced only with ``overwrite=True``.
+    Returns the folder path.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {FORMATS}")
+    folder = Path(path).expanduser()
+    folder.mkdir(parents=True, exist_ok=True)
+    ours = [*TASK_FILES, META_FILE, DTYPES_FILE]
+    ours += [f"{part}.{f}" for part in ("items", "annotations") for f in FORMATS]
+    existing = [folder / n for n in ours if (folder / n).exists()]
+    if existing and not overwrite:
+        raise FileExistsError(
+            f"{folder} already holds dataset files {[p.name for p in existing]}; "
+            "pass overwrite=True to replace them"
+        )
+    for p in existing:
+        p.unlink()
+
+    write_task(dataset.task, folder / f"task.{task_format}")
+    _write_table(dataset.items, folder / f"items.{fmt}", fmt)
+    if len(dataset.annotations):
+        _write_table(dataset.annotations, folder / f"annotations.{fmt}", fmt)
+    if fmt in ("csv", "jsonl"):
+        parts = {"items": dataset.items, "annotations": dataset.annotations}
+        types = {
+            k: {c: str(df[c].dtype) for c in df.columns if c != "choices"}
+            for k, df in parts.items()
+        }
+        (folder / DTYPES_FILE).write_text(json.dumps(types, indent=1) + "\n", encoding="utf-8")
+    if dataset.meta:
+        (folder / META_FILE).write_text(
+            json.dumps(_jsonable(dataset.meta), indent=1, ensure_ascii=False) + "\n",
+            encoding="utf-8",
+        )
+    return folder
+
+
+def write_task(task: TaskSpec, path: str | Path) -> Path:
+    """Write a task spec as TOML (``.toml``) or YAML (``.yaml``/``.yml``)."""
+    path = Path(path)
+    data = task.model_dump(mode="json", exclude_none=True)
+    if path.suffix == ".toml":
+        text = _to_toml(data)
+    else:
+        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _write_table(df: pd.DataFrame, path: Path, fmt: str) -> None:
+    if fmt == "parquet":
+        df.to_parquet(path, index=False)
+    elif fmt == "csv":
+        out = df.copy()
+        if "choices" in out.columns:
+            out["choices"] = out["choices"].map(
+                lambda v: (
+                    json.dumps(_jsonable(v), ensure_ascii=False)
+                    if isinstance(v, list | tuple | np.ndarray)
+                    else None
+                )
+            )
+        out.to_csv(path, index=False, encoding="utf-8")
+    else:  # jsonl: stdlib json keeps floats exact (repr), unlike DataFrame.to_json
+        records = df.astype(object).where(df.notna(), None).to_dict("records")
+        with path.open("w", encoding="utf-8") as fh:
+            for rec in records:
+                fh.write(json.dumps(_jsonable(rec), ensure_ascii=False))
+                fh.write("\n")
+
+
+def _jsonable(v):
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list | tuple | np.ndarray):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if isinstance(v, pd.Timestamp):
+        return v.isoformat()
+    return v
+
+
+# ---------------------------------------------------------------- minimal TOML writer
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        if isinstance(v, float) and not math.isfinite(v):
+            return "inf" if v > 0 else ("-inf" if v < 0 else "nan")
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)  # JSON escapes are valid TOML basic strings
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + "}"
+    raise TypeError(f"cannot write {type(v).__name__} to TOML")
+
+
+def _toml_key(k: str) -> str:
+    bare = k and all(c.isascii() and (c.isalnum() or c in "-_") for c in k)
+    return k if bare else json.dumps(k, ensure_ascii=False)
+
+
+def _to_toml(data: dict) -> str:
+    """TOML for a TaskSpec dump: scalars and lists, then tables, then arrays of tables."""
+    lines, tables, arrays = [], [], []
+    for k, v in data.items():
+        if isinstance(v, dict):
+            tables.append((k, v))
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            arrays.append((k, v))
+        else:
+            lines.append(f"{_toml_key(k)} = {_toml_value(v)}")
+    for k, v in tables:
+        lines += ["", f"[{_toml_key(k)}]"]
+        lines += [f"{_toml_key(kk)} = {_toml_value(vv)}" for kk, vv in v.items()]
+    for k, rows in arrays:
+        for row in rows:
+            lines += ["", f"[[{_toml_key(k)}]]"]
+            lines += [f"{_toml_key(kk)} = {_toml_value(vv)}" for kk, vv in row.items()]
+    return "\n".join(lines) + "\n"

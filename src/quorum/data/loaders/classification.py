@@ -1,0 +1,403 @@
+"""Loaders for the classification and multiple-choice sets in the shared data folder."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from quorum.data.loaders._common import (
+    LETTERS,
+    blank_to_na,
+    empty_annotations,
+    finalize,
+    mc_text,
+    source_file,
+    wide_to_long,
+)
+from quorum.data.schema import Dataset, TaskType
+from quorum.errors import DatasetNotFoundError
+
+MMLU_FILE = "mmlu_redux_helm/mmlu_redux_helm_predictions.csv"
+CSS_FILE = "llms_for_css/llms_for_css_predictions.csv"
+CSS_TASKS_FILE = "llms_for_css/tasks.json"
+IMDB_FILE = "imdb_mlapi/imdb_test_mlapi_predictions.parquet"
+SENTIMP_FILE = "sentimp21/sentimp_uk_extended_without_discarded.csv"
+STANCE_FILES = {
+    "es": "coannotating_catalan_stance/stance_ES_gpt4omini_11prompts.csv",
+    "cat": "coannotating_catalan_stance/stance_CAT_gpt4omini_11prompts.csv",
+}
+AG_NEWS_FILE = "ag_news_test/ag_news_test.csv"
+SST2_FILE = "sst2_dev/sst2_dev.csv"
+JMMLU_FILE = "jmmlu/jmmlu.csv"
+
+#: FrugalML meta.csv, USD per 10,000 texts (quoted in imdb_mlapi/README.md)
+IMDB_PRICE_PER_10K = {"google": 2.5, "baidu": 3.5, "amazon": 0.75, "vader": 0.001}
+
+
+def _read_csv(path: Path, **kw) -> pd.DataFrame:
+    return pd.read_csv(path, dtype=str, keep_default_na=False, **kw)
+
+
+def _letters(n: int) -> list[str]:
+    return list(LETTERS[:n])
+
+
+# ------------------------------------------------------------------------ MMLU-Redux
+def load_mmlu_redux(root: Path, sub: str | None, name: str) -> Dataset:
+    """MMLU-Redux questions with the HELM answers of up to 20 LLMs."""
+    path = source_file(root, MMLU_FILE, name)
+    df = _read_csv(path)
+    choices = df["choices"].map(lambda s: [str(c) for c in ast.literal_eval(s)])
+    labels = _letters(int(choices.map(len).max()))
+    items = pd.DataFrame(
+        {
+            "item_id": df["subject"] + "/" + df["row_in_subject"],
+            "text": mc_text(df["question"], choices),
+            "gold": df["answer_original"].str.strip(),
+            "choices": choices,
+            "language": "en",
+            "subject": df["subject"],
+            "question": df["question"],
+        }
+    )
+    for c in ("error_type", "redux_error_type", "redux_correct_answer", "redux_source"):
+        items[c] = blank_to_na(df[c])
+    items["redux_potential_reason"] = blank_to_na(df["redux_potential_reason"])
+    # pred_<org>_<model> -> "<org>/<model>" (HELM naming)
+    cols = {c.removeprefix("pred_").replace("_", "/", 1): c for c in df if c.startswith("pred_")}
+    ann = wide_to_long(items["item_id"], {a: blank_to_na(df[c]) for a, c in cols.items()})
+    n_wrong = int((items["error_type"] == "wrong_groundtruth").sum())
+    notes = [
+        f"{items['subject'].nunique()} subjects x up to 100 questions",
+        "gold is the original MMLU key; MMLU-Redux marks "
+        f"{n_wrong} of {len(items)} keys as wrong_groundtruth (items.error_type)",
+        "answers that are not a letter A-D (e.g. 'The', 'i', '') count as unparseable",
+    ]
+    return finalize(
+        name,
+        TaskType.multiple_choice,
+        items,
+        ann,
+        kinds={a: "llm" for a in cols},
+        sources=[path],
+        labels=labels,
+        description="MMLU-Redux (Gema et al. 2024) with HELM answers of LLMs; gold = MMLU key",
+        notes=notes,
+    )
+
+
+# ------------------------------------------------------------------------ LLMs for CSS
+def css_tasks(root: Path) -> list[str]:
+    path = Path(root) / CSS_FILE
+    return sorted(pd.read_csv(path, usecols=["task"], dtype=str)["task"].unique())
+
+
+def load_llms_for_css(root: Path, sub: str | None, name: str) -> Dataset:
+    """One task of Ziems et al. 2023 (LLMs for CSS) with 13 LLMs' zero-shot labels."""
+    path = source_file(root, CSS_FILE, name)
+    all_rows = _read_csv(path)
+    df = all_rows.loc[all_rows["task"] == sub].reset_index(drop=True)
+    if df.empty:
+        found = sorted(all_rows["task"].unique())
+        raise DatasetNotFoundError(f"{name!r}: no task {sub!r} in {path}; tasks found: {found}")
+    tasks_path = Path(root) / CSS_TASKS_FILE
+    options: dict[str, str] = {}
+    sources = [path]
+    if tasks_path.is_file():
+        options = json.loads(tasks_path.read_text(encoding="utf-8")).get(sub, {}).get("options", {})
+        sources.append(tasks_path)
+    gold = df["gold"].str.strip()
+    models = [c.removeprefix("pred_") for c in df if c.startswith("pred_")]
+    preds = {m: blank_to_na(df[f"pred_{m}"]) for m in models}
+    # label set: the prompt's options in order, then gold labels the prompt does not offer
+    seen = set(gold) | {v for s in preds.values() for v in s.dropna().unique()}
+    labels = list(options) or sorted(seen)
+    extra = sorted(set(gold) - set(labels))
+    labels += extra
+    label_names = dict(options) if options else None
+    notes = []
+    for lab in extra:
+        raw = df.loc[gold == lab, "gold_raw"].unique()
+        if label_names is not None and len(raw) == 1:
+            label_names[lab] = str(raw[0])
+        notes.append(
+            f"gold label {lab!r} ({', '.join(map(str, raw))}) on {int((gold == lab).sum())} of "
+            f"{len(df)} items is not an option in the prompt: no model can output it"
+        )
+    prompts = df["prompt"].unique()
+    items = pd.DataFrame(
+        {
+            "item_id": df["item_id"],
+            "text": df["text"],
+            "gold": gold,
+            "language": "en",
+            "task": df["task"],
+            "item_index": pd.to_numeric(df["item_index"]),
+            "prompt": df["prompt"],
+            "gold_raw": df["gold_raw"],
+        }
+    )
+    if sub == "implicit_hate":
+        notes.append("the prompt allows several options; only the first letter was kept")
+    raw = {m: blank_to_na(df[f"raw_{m}"]) for m in models if f"raw_{m}" in df}
+    ann = wide_to_long(items["item_id"], preds, raw=raw)
+    return finalize(
+        name,
+        TaskType.classification,
+        items,
+        ann,
+        kinds={m: "llm" for m in models},
+        sources=sources,
+        labels=labels,
+        label_names=label_names,
+        instructions=prompts[0].strip() if len(prompts) == 1 else None,
+        description=f"LLMs for CSS (Ziems et al. 2023), task {sub}",
+        notes=notes,
+    )
+
+
+# ------------------------------------------------------------------------ IMDB
+def load_imdb_mlapi(root: Path, sub: str | None, name: str) -> Dataset:
+    """IMDB test reviews with 4 sentiment APIs (FrugalML) and their real prices."""
+    path = source_file(root, IMDB_FILE, name)
+    df = pd.read_parquet(path)
+    apis = [c.removeprefix("pred_") for c in df if c.startswith("pred_")]
+    names = df.groupby("gold")["gold_sentiment"].first()
+    items = pd.DataFrame(
+        {
+            "item_id": df["file"].str.removesuffix(".txt"),
+            "text": df["text"],
+            "gold": df["gold"].astype("str"),
+            "language": "en",
+            "rating": df["rating"],
+            "file": df["file"],
+        }
+    )
+    ann = wide_to_long(
+        items["item_id"],
+        {a: df[f"pred_{a}"].astype("str") for a in apis},
+        confidence={a: df[f"conf_{a}"] for a in apis if f"conf_{a}" in df},
+    )
+    prices = {a: IMDB_PRICE_PER_10K.get(a, 0.0) / 10_000 for a in apis}
+    acc = {a: float((df[f"pred_{a}"] == df["gold"]).mean()) for a in apis}
+    panel = sorted(apis, key=lambda a: (-acc[a], a))
+    share0 = {a: float((df[f"pred_{a}"] == 0).mean()) for a in apis}
+    notes = [
+        "prices are the real per-call API prices from FrugalML meta.csv (USD per 10k / 10,000)",
+        "human_price 0.10 is our default; it is ~400x Google's per-call price",
+    ]
+    notes += [
+        f"{a} predicts class 0 ({names.get(0, '0')}) for {share0[a]:.0%} of items"
+        for a in apis
+        if share0[a] > 0.9
+    ]
+    missing = sorted(set(apis) - set(IMDB_PRICE_PER_10K))
+    if missing:
+        notes.append(f"no known price for {missing}; priced 0")
+    return finalize(
+        name,
+        TaskType.classification,
+        items,
+        ann,
+        kinds={a: "model" for a in apis},
+        sources=[path],
+        labels=[str(k) for k in sorted(names.index)],
+        label_names={str(k): str(v) for k, v in names.items()},
+        description="IMDB test set with Google/Baidu/Amazon/Vader sentiment APIs (FrugalML)",
+        prices=prices,
+        panel=panel,
+        notes=notes,
+    )
+
+
+# ------------------------------------------------------------------------ SentiMP-En
+def load_sentimp_en(root: Path, sub: str | None, name: str) -> Dataset:
+    """SentiMP-21 UK tweets: three human labellers and the final gold label."""
+    path = source_file(root, SENTIMP_FILE, name)
+    df = _read_csv(path)
+    label_cols = sorted(
+        (c for c in df if re.fullmatch(r"label_\d+", c)), key=lambda c: int(c.split("_")[1])
+    )
+    items = pd.DataFrame(
+        {
+            "item_id": df["tweet_id"],
+            "text": df["full_text"],
+            "gold": df["final_label"].str.strip(),
+            "language": "en",
+        }
+    )
+    for c in ("mp_party", "mp_name", "created_at", "majority_vote", "tie_break"):
+        if c in df:
+            items[c] = blank_to_na(df[c])
+    outs = {f"labeller_{c.split('_')[1]}": blank_to_na(df[c]) for c in label_cols}
+    ann = wide_to_long(items["item_id"], outs)
+    n_tie = int((df.get("majority_vote", pd.Series(dtype=str)) == "TIE").sum())
+    return finalize(
+        name,
+        TaskType.classification,
+        items,
+        ann,
+        kinds={a: "human" for a in outs},
+        sources=[path],
+        labels=["-1", "0", "1"],
+        label_names={"-1": "negative", "0": "neutral", "1": "positive"},
+        description="SentiMP-En: UK MPs' tweets, 3 human labellers, gold = final_label",
+        prices={a: 0.10 for a in outs},
+        panel=[],
+        notes=[
+            "the recorded annotators are humans (0.10 each); there are no LLM answers",
+            f"{n_tie} items had no majority (TIE) and were resolved by tie_break",
+        ],
+    )
+
+
+# ------------------------------------------------------------------------ stance
+STANCE_NAMES = {"0": "AGAINST", "1": "IN FAVOUR", "2": "NEUTRAL"}
+
+
+def _label_int(s: pd.Series) -> pd.Series:
+    """'2.0' -> '2'; blanks and junk -> NA."""
+    v = pd.to_numeric(s.astype("str").str.strip(), errors="coerce")
+    out = v.astype("Int64").astype("str")
+    return out.where(v.notna() & (v == v.round()))
+
+
+def load_stance(root: Path, sub: str | None, name: str) -> Dataset:
+    """Catalonia-independence stance: GPT-4o-mini under 11 prompts, with confidences."""
+    path = source_file(root, STANCE_FILES[str(sub)], name)
+    df = _read_csv(path)
+    ks = sorted(int(m.group(1)) for c in df if (m := re.fullmatch(r"parsed_response(\d+)", c)))
+    items = pd.DataFrame(
+        {
+            "item_id": df["id"],
+            "text": df["text"],
+            "gold": _label_int(df["gold"]),
+            "language": {"es": "es", "cat": "ca"}[str(sub)],
+            "majority_vote": _label_int(df["majority_vote"]),
+            "entropy": pd.to_numeric(df["entropy"], errors="coerce"),
+        }
+    )
+    outs = {f"gpt-4o-mini/p{k}": _label_int(df[f"parsed_response{k}"]) for k in ks}
+    conf = {
+        f"gpt-4o-mini/p{k}": df[f"confidence_response{k}"]
+        for k in ks
+        if f"confidence_response{k}" in df
+    }
+    ann = wide_to_long(items["item_id"], outs, confidence=conf)
+    acc = {a: float((o == items["gold"]).mean()) for a, o in outs.items()}
+    panel = sorted(list(outs)[:3], key=lambda a: (-acc[a], a))
+    return finalize(
+        name,
+        TaskType.classification,
+        items,
+        ann,
+        kinds={a: "llm" for a in outs},
+        sources=[path],
+        labels=list(STANCE_NAMES),
+        label_names=STANCE_NAMES,
+        language={"es": "es", "cat": "ca"}[str(sub)],
+        description=(
+            f"Catalonia independence stance ({str(sub).upper()}): one LLM (GPT-4o-mini) "
+            f"under {len(ks)} prompts, verbalised confidence"
+        ),
+        prices={a: 0.01 for a in outs},
+        panel=panel,
+        notes=[
+            f"one model under {len(ks)} prompt formulations: each prompt is an annotator, "
+            "all priced 0.01 (our choice); the panel is prompts p1-p3 (our choice)",
+            "confidences are self-reported by the model",
+        ],
+    )
+
+
+# ------------------------------------------------------------------------ no predictions
+def load_ag_news(root: Path, sub: str | None, name: str) -> Dataset:
+    """AG News test split (4 topics), no recorded annotators."""
+    path = source_file(root, AG_NEWS_FILE, name)
+    df = _read_csv(path)
+    names = df.groupby("label")["label_name"].first()
+    labels = sorted(names.index, key=int)
+    items = pd.DataFrame(
+        {
+            "item_id": df["item_index"],
+            "text": df["title"].str.strip() + "\n" + df["description"].str.strip(),
+            "gold": df["label"].str.strip(),
+            "language": "en",
+            "title": df["title"],
+        }
+    )
+    return finalize(
+        name,
+        TaskType.classification,
+        items,
+        empty_annotations(),
+        kinds={},
+        sources=[path],
+        labels=labels,
+        label_names={k: str(names[k]) for k in labels},
+        description="AG's News topic classification, test split",
+        notes=["no recorded annotators; text = title + newline + description (escapes kept)"],
+    )
+
+
+def load_sst2(root: Path, sub: str | None, name: str) -> Dataset:
+    """GLUE SST-2 dev set, no recorded annotators."""
+    path = source_file(root, SST2_FILE, name)
+    df = _read_csv(path)
+    items = pd.DataFrame(
+        {
+            "item_id": df["idx"],
+            "text": df["sentence"],
+            "gold": df["label"].str.strip(),
+            "language": "en",
+        }
+    )
+    return finalize(
+        name,
+        TaskType.classification,
+        items,
+        empty_annotations(),
+        kinds={},
+        sources=[path],
+        labels=["0", "1"],
+        label_names={"0": "negative", "1": "positive"},
+        description="GLUE SST-2 dev (validation) set",
+        notes=["no recorded annotators; sentences are tokenised and lower-cased as in GLUE"],
+    )
+
+
+def load_jmmlu(root: Path, sub: str | None, name: str) -> Dataset:
+    """JMMLU (Japanese MMLU, CC BY-SA part), no recorded annotators."""
+    path = source_file(root, JMMLU_FILE, name)
+    df = _read_csv(path)
+    opt_cols = [c for c in LETTERS if c in df.columns]
+    choices = pd.Series(df[opt_cols].to_numpy().tolist(), index=df.index).map(
+        lambda cs: [str(c) for c in cs]
+    )
+    items = pd.DataFrame(
+        {
+            "item_id": df["subject"] + "/" + df["row_in_subject"],
+            "text": mc_text(df["question"], choices),
+            "gold": df["answer"].str.strip(),
+            "choices": choices,
+            "language": "ja",
+            "subject": df["subject"],
+            "question": df["question"],
+        }
+    )
+    return finalize(
+        name,
+        TaskType.multiple_choice,
+        items,
+        empty_annotations(),
+        kinds={},
+        sources=[path],
+        labels=opt_cols,
+        language="ja",
+        description="JMMLU: Japanese MMLU, four-choice questions",
+        notes=["no recorded annotators"],
+    )

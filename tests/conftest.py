@@ -1,0 +1,64 @@
+"""Shared test fixtures: the real data directory (or a skip) and a tiny generic dataset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from quorum.data.paths import candidate_data_dirs, data_dir
+from quorum.data.schema import AnnotatorSpec, Dataset, TaskSpec
+
+
+@pytest.fixture(scope="session")
+def shared_data_dir() -> Path:
+    """The shared real-data folder; skips the test when it is absent."""
+    root = data_dir(required=False)
+    if root is None:
+        looked = ", ".join(str(p) for p in candidate_data_dirs())
+        pytest.skip(f"shared data dir not found (looked in {looked}); set $QUORUM_DATA_DIR")
+    return root
+
+
+@pytest.fixture
+def tiny_dataset() -> Dataset:
+    """3 multiple-choice items, 2 LLMs, every optional column and a few metadata types."""
+    task = TaskSpec(
+        name="tiny",
+        type="multiple_choice",
+        labels=["A", "B", "C"],
+        label_names={"A": "yes", "B": "no", "C": 'it "depends"\nmaybe'},
+        instructions="Pick one.\nAnswer with a letter.",
+        annotators=[
+            AnnotatorSpec(name="big/llm-1", kind="llm", price=0.05),
+            AnnotatorSpec(name="small", kind="model", price=1e-7, confidence_price=0.0),
+        ],
+        reference_llm="big/llm-1",
+        description="a tiny dataset for tests — ünïcode",
+    )
+    items = pd.DataFrame(
+        {
+            "item_id": ["q1", "007", "q3"],
+            "text": ["Is it? A. yes\nB. no\nC. depends", 'Say "hi", ok', "Ça va\u2028bien"],
+            "gold": ["A", "C", None],
+            "choices": [["yes", "no", "depends"], ["a", "b", "c, d"], ["x", "y", "z"]],
+            "language": ["en", "en", "fr"],
+            "subject": ["logic", "NA", None],
+            "n": [1, 2, 3],
+            "score": [0.1, float("nan"), 1 / 3],
+            "flag": [True, False, True],
+            "count": pd.array([1, None, 3], dtype="Int64"),
+        }
+    )
+    annotations = pd.DataFrame(
+        {
+            "item_id": ["q1", "q1", "007", "q3"],
+            "annotator": ["big/llm-1", "small", "big/llm-1", "small"],
+            "output": ["A", "B", "C", "A"],
+            "confidence": [0.9, 0.30000001192092896, None, 0.5],
+            "cost": [0.05, 1e-7, 0.05, 1e-7],
+            "raw": ["A", "B.", None, "answer: A"],
+        }
+    )
+    return Dataset(task, items, annotations, meta={"panel": ["big/llm-1"], "notes": ["x"]})
