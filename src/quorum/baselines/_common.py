@@ -1,0 +1,150 @@
+"""Pieces shared by the baselines: human caps, label frames, result building, ranking."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from quorum.errors import UnsupportedTaskError
+from quorum.routing.base import Router, RoutingProblem, RoutingResult
+from quorum.routing.budget import Budget
+from quorum.routing.outputs import LABEL_COLUMNS
+from quorum.routing.recorder import CallRecorder
+
+#: phases whose calls exist only to estimate uncertainty (reported as confidence cost)
+UNCERTAINTY_PHASES = ("confidence", "uncertainty")
+
+
+def human_cap(problem: RoutingProblem, budget: Budget) -> int:
+    """Most human labels a router may ask for (auditor: ``B``; dollars: every item)."""
+    cap = problem.n_items
+    if problem.setting == "auditor":
+        cap = min(cap, int(problem.human_budget or 0))
+    left = budget.humans_left
+    if left is not None:
+        cap = min(cap, max(0, int(left)))
+    return max(0, cap)
+
+
+def affordable_humans(rec: CallRecorder, cap: int, keep: float = 0.0) -> int:
+    """How many human labels the money left (minus ``keep``) pays for, at most ``cap``."""
+    c_h = rec.price(rec.human_name)
+    money = rec.budget.remaining - keep
+    if c_h <= 0:
+        return cap
+    return int(max(0, min(cap, np.floor(money / c_h + 1e-9))))
+
+
+def require_labels(router: Router, problem: RoutingProblem) -> None:
+    """Raise UnsupportedTaskError for summarization (ARAIDA, SANT)."""
+    if not problem.task.type.has_labels:
+        raise UnsupportedTaskError(
+            f"{router.name} needs label-based confidence (a kNN/classifier over labels) and "
+            f"cannot run on the summarization task {problem.task.name!r}; use random, "
+            "coannotating, cdi, hypac or quorum for summaries"
+        )
+
+
+def require_llm(router: Router, problem: RoutingProblem) -> None:
+    if not problem.llms:
+        raise ValueError(
+            f"{router.name} needs at least one machine annotator (LLM) in the task "
+            f"{problem.task.name!r}; pass a panel with LLMs (e.g. --annotators)"
+        )
+
+
+def ranked(scores: np.ndarray, rng: np.random.Generator, descending: bool = True) -> np.ndarray:
+    """Indices sorted by score (NaN last), ties broken uniformly at random."""
+    s = np.asarray(scores, dtype=np.float64)
+    key = -s if descending else s.copy()
+    key = np.where(np.isnan(key), np.inf, key)
+    tie = rng.random(len(s))
+    return np.lexsort((tie, key))
+
+
+def label_frame(
+    item_ids: Sequence[str],
+    rec: CallRecorder,
+    outputs: Mapping[str, str | None],
+    agreement: Mapping[str, float] | None = None,
+) -> pd.DataFrame:
+    """Final labels: the human's output where there is one, else ``outputs[item]``.
+
+    Same columns as :func:`quorum.routing.outputs.single_output_labels`.
+    """
+    rows = []
+    for i in item_ids:
+        outs = rec.outputs(i)
+        h = next((o for a, o in outs.items() if rec.is_human(a)), None)
+        out = h if h is not None else outputs.get(i)
+        if out is None and outs:  # fall back to any usable answer
+            out = next(iter(outs.values()))
+        agr = 1.0 if h is not None else (agreement or {}).get(i, 1.0 if out is not None else 0.0)
+        rows.append(
+            {
+                "item_id": i,
+                "output": out,
+                "n_annotations": len(rec.by_item.get(i, {})),
+                "agreement": float(agr),
+                "human": h is not None,
+                "annotators": ";".join(rec.by_item.get(i, {})),
+            }
+        )
+    return pd.DataFrame(rows, columns=LABEL_COLUMNS)
+
+
+def uncertainty_spend(rec: CallRecorder) -> tuple[float, int]:
+    """Cost and number of calls made only to estimate uncertainty.
+
+    Verbalised-confidence calls (``CallRecorder.confidence``) plus the extra answers
+    (other prompts / models) asked for in the ``"uncertainty"`` phase.
+    """
+    cost, calls = rec.confidence_cost, rec.confidence_calls
+    for r in rec.rows:
+        if r["phase"] == "uncertainty" and r["kind"] != "confidence":
+            cost += float(r["cost"])
+            calls += 1
+    return cost, calls
+
+
+def make_result(
+    router: Router,
+    problem: RoutingProblem,
+    rec: CallRecorder,
+    budget: Budget,
+    seed: int,
+    labels: pd.DataFrame,
+    info: dict[str, Any],
+    trace: pd.DataFrame | None = None,
+) -> RoutingResult:
+    conf_cost, conf_calls = uncertainty_spend(rec)
+    info = {"params": router.get_params(), **info}
+    return RoutingResult(
+        method=router.name,
+        setting=problem.setting,
+        seed=seed,
+        labels=labels,
+        annotations=rec.frame(),
+        budget_limit=budget.limit,
+        cost=budget.spent,
+        human_labels=budget.human_used,
+        llm_calls=rec.llm_calls,
+        confidence_cost=conf_cost,
+        confidence_calls=conf_calls,
+        trace=trace,
+        info=info,
+    )
+
+
+def item_vectors(problem: RoutingProblem) -> np.ndarray:
+    """Unit-norm vectors for kNN: the item embeddings, else the standardised phi."""
+    if problem.embeddings is not None:
+        x = np.asarray(problem.embeddings, dtype=np.float32)
+    else:
+        p = problem.phi
+        x = ((p - p.mean(0)) / (p.std(0) + 1e-9)).astype(np.float32)
+    n = np.linalg.norm(x, axis=1, keepdims=True)
+    return np.ascontiguousarray(x / np.where(n > 0, n, 1.0))
