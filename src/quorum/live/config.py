@@ -1,0 +1,270 @@
+"""The project file of a live annotation job (TOML or YAML), validated with pydantic.
+
+A project names the items file, the task, the annotators and the budget. Relative paths
+are resolved against the folder of the project file; ``$VARS`` and ``~`` are expanded.
+Secrets never live in the file: an LLM annotator names the environment variable that holds
+its key (``api_key_env``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from quorum.data.schema import GOLD_HUMAN, TaskType
+from quorum.errors import ConfigError
+
+_Strict = ConfigDict(extra="forbid")
+
+
+class ItemsConfig(BaseModel):
+    """Where the items are and which columns hold what."""
+
+    model_config = _Strict
+
+    path: str = Field(min_length=1, description="CSV, JSONL, JSON or Parquet file")
+    id_column: str | None = Field(default=None, description="default: item_id, else row number")
+    text_column: str = "text"
+    text_template: str | None = Field(
+        default=None, description="build the text from columns, e.g. '{title}. {description}'"
+    )
+    gold_column: str | None = Field(default=None, description="known labels (for evaluation)")
+    choices_column: str | None = Field(default=None, description="answer options (multiple choice)")
+    limit: int | None = Field(default=None, ge=1, description="use only the first N items")
+
+
+class TaskConfig(BaseModel):
+    model_config = _Strict
+
+    type: TaskType
+    labels: list[str] | None = None
+    label_names: dict[str, str] | None = None
+    label_descriptions: dict[str, str] | None = None
+    instructions: str | None = None
+    language: str = "en"
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _labels_str(cls, v: Any) -> Any:
+        return [str(x) for x in v] if isinstance(v, list) else v
+
+    @model_validator(mode="after")
+    def _check(self) -> TaskConfig:
+        if self.type.has_labels and not self.labels:
+            raise ValueError(f"a {self.type.value} task needs a non-empty `labels` list")
+        if self.labels and len(set(self.labels)) != len(self.labels):
+            raise ValueError(f"labels have duplicates: {self.labels}")
+        for field in ("label_names", "label_descriptions"):
+            extra = set(getattr(self, field) or {}) - set(self.labels or [])
+            if extra:
+                raise ValueError(f"{field} has keys that are not labels: {sorted(extra)}")
+        return self
+
+
+class AnnotatorConfig(BaseModel):
+    """One arm: ``kind = "llm"`` (litellm), ``"model"`` (local) or ``"human"`` (file queue)."""
+
+    model_config = _Strict
+
+    name: str = Field(min_length=1)
+    kind: Literal["llm", "model", "human"] = "llm"
+    # -- llm ----------------------------------------------------------------
+    model: str | None = Field(
+        default=None,
+        description="litellm model name (llm), or 'zero-shot' / 'module:function' (model)",
+    )
+    api_base: str | None = None
+    api_key_env: str | None = Field(default=None, description="env var that holds the key")
+    price: float | None = Field(default=None, ge=0.0, description="fixed cost per call")
+    input_cost_per_token: float | None = Field(default=None, ge=0.0)
+    output_cost_per_token: float | None = Field(default=None, ge=0.0)
+    confidence_price: float | None = Field(default=None, ge=0.0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    seed: int | None = None
+    params: dict[str, Any] = Field(default_factory=dict, description="extra litellm params")
+    prompt: str | None = Field(default=None, description="template text or a .txt file path")
+    confidence_prompt: str | None = None
+    system_prompt: str | None = None
+    timeout: float = Field(default=60.0, gt=0.0)
+    max_retries: int = Field(default=4, ge=0, le=20)
+    backoff_base: float = Field(default=0.5, ge=0.0)
+    backoff_max: float = Field(default=30.0, ge=0.0)
+    concurrency: int = Field(default=8, ge=1, le=1024)
+    rate_limit: float | None = Field(default=None, gt=0.0, description="requests per second")
+    dead_after: int = Field(default=3, ge=1, description="consecutive failed calls -> dead")
+    prompt_token_margin: float = Field(default=1.5, ge=1.0)
+    # -- human --------------------------------------------------------------
+    queue: str | None = Field(default=None, description="human queue folder")
+
+    @model_validator(mode="after")
+    def _check(self) -> AnnotatorConfig:
+        if self.name == GOLD_HUMAN:
+            raise ValueError("'gold' is reserved (the gold column acting as the human)")
+        bad = sorted(set(self.params) & {"api_key", "model", "messages", "api_base"})
+        if bad:
+            raise ValueError(
+                f"annotator {self.name!r}: params may not set {bad}; keys come from the "
+                "environment (api_key_env), model and api_base are their own fields"
+            )
+        if self.kind == "llm" and not self.model:
+            raise ValueError(f"annotator {self.name!r}: an llm annotator needs `model`")
+        if self.kind == "model" and not self.model:
+            raise ValueError(
+                f"annotator {self.name!r}: a model annotator needs `model` "
+                "('zero-shot' or 'package.module:function')"
+            )
+        if self.kind == "human" and self.price is None:
+            raise ValueError(f"annotator {self.name!r}: a human annotator needs a `price`")
+        if self.kind == "model" and self.model != "zero-shot" and ":" not in str(self.model):
+            raise ValueError(
+                f"annotator {self.name!r}: model must be 'zero-shot' or 'module:function', "
+                f"got {self.model!r}"
+            )
+        return self
+
+
+class BudgetConfig(BaseModel):
+    model_config = _Strict
+
+    limit: float = Field(ge=0.0, description="hard money budget for the project")
+    setting: Literal["dollars", "auditor"] = "dollars"
+    human_limit: int | None = Field(default=None, ge=0, description="auditor: human labels")
+    charge_interrupted: bool = Field(
+        default=False,
+        description="charge calls cut off by a crash to the budget of the resumed run",
+    )
+
+
+class ProjectConfig(BaseModel):
+    """The whole project file."""
+
+    model_config = _Strict
+
+    name: str = Field(min_length=1)
+    items: ItemsConfig
+    task: TaskConfig
+    annotators: list[AnnotatorConfig] = Field(min_length=1)
+    budget: BudgetConfig
+    human: str | None = Field(
+        default=None,
+        description="annotator acting as the human arm; 'gold' uses the gold column; "
+        "default: the one annotator of kind human, else 'gold' if a gold column is set",
+    )
+    human_price: float = Field(default=0.10, ge=0.0, description="price of the 'gold' human")
+    method: str = "quorum"
+    method_params: dict[str, Any] = Field(default_factory=dict)
+    seed: int = 0
+    ledger: str = ".quorum/ledger.sqlite"
+    ledger_sync: Literal["normal", "full"] = "normal"
+    human_queue: str = "human_queue"
+    features: Literal["auto", "full", "embeddings", "light"] = "auto"
+    concurrency: int = Field(default=16, ge=1, le=4096, description="calls in flight at once")
+    # set by the loader, not by the user
+    root: Path = Field(default=Path("."), exclude=True)
+    source_file: Path | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _check(self) -> ProjectConfig:
+        names = [a.name for a in self.annotators]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"annotator names must be unique; repeated: {dup}")
+        humans = [a.name for a in self.annotators if a.kind == "human"]
+        if len(humans) > 1:
+            raise ValueError(f"at most one annotator of kind human is supported, got {humans}")
+        machines = [a.name for a in self.annotators if a.kind != "human"]
+        if not machines:
+            raise ValueError("declare at least one llm or model annotator")
+        if self.human is None:
+            if humans:
+                self.human = humans[0]
+            elif self.items.gold_column:
+                self.human = GOLD_HUMAN
+            else:
+                raise ValueError(
+                    "no human arm: add an annotator with kind = 'human', or set "
+                    "items.gold_column and human = 'gold' to let gold labels act as the human"
+                )
+        if self.human == GOLD_HUMAN:
+            if not self.items.gold_column:
+                raise ValueError("human = 'gold' needs items.gold_column")
+        elif self.human not in humans:
+            raise ValueError(f"human {self.human!r} is not an annotator of kind human {humans}")
+        if self.budget.setting == "auditor" and self.budget.human_limit is None:
+            raise ValueError("the auditor setting needs budget.human_limit")
+        return self
+
+    # -- paths -------------------------------------------------------------
+    def path(self, p: str) -> Path:
+        """Resolve a path from the project file: env vars, ``~``, relative to its folder."""
+        q = Path(os.path.expanduser(os.path.expandvars(p)))
+        return q if q.is_absolute() else (self.root / q)
+
+    @property
+    def ledger_path(self) -> Path:
+        return self.path(self.ledger)
+
+    @property
+    def queue_dir(self) -> Path:
+        return self.path(self.human_queue)
+
+    def annotator(self, name: str) -> AnnotatorConfig:
+        for a in self.annotators:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    def fingerprint(self) -> str:
+        """Hash of everything that changes routing (not secrets: the file holds none)."""
+        data = self.model_dump(mode="json")
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _format_errors(err: ValidationError, where: str) -> str:
+    lines = [f"{where}: invalid project file ({err.error_count()} problem(s))"]
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
+        msg = e["msg"].removeprefix("Value error, ")
+        lines.append(f"  - {loc}: {msg}")
+    return "\n".join(lines)
+
+
+def read_raw(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"project file not found: {path}") from None
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".toml":
+            data = tomllib.loads(text)
+        elif suffix in (".yaml", ".yml"):
+            data = yaml.safe_load(text)
+        else:
+            raise ConfigError(f"{path}: project file must end in .toml, .yaml or .yml")
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot parse {suffix[1:].upper()}: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the project file must hold a table/mapping at top level")
+    return data
+
+
+def load_project(path: str | Path) -> ProjectConfig:
+    """Read and validate a project file; raise :class:`ConfigError` with every problem."""
+    p = Path(path).expanduser().resolve()
+    data = read_raw(p)
+    try:
+        cfg = ProjectConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(exc, str(p))) from None
+    cfg.root = p.parent
+    cfg.source_file = p
+    return cfg

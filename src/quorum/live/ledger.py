@@ -1,0 +1,341 @@
+"""The durable ledger: one SQLite file (WAL) per project.
+
+Every call is written *before* it is made (status ``inflight``) and its response, parse
+result, cost, token usage and latency are committed *before* the answer is handed to the
+router. A completed call (``ok`` or ``unparseable``) is the response cache: the same request
+key is never sent again, in this run or any later one. Calls left ``inflight`` by a killed
+process become ``interrupted`` when the next run starts.
+
+Tables: ``runs``, ``calls``, ``attempts`` (each HTTP try), ``decisions`` (the router's
+call log and trace), ``labels`` (final labels per run) and ``human_queue``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from quorum.errors import QuorumError
+
+SCHEMA_VERSION = "1"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    project TEXT, config_hash TEXT, config_json TEXT, method TEXT, seed INTEGER,
+    budget REAL, started_at REAL, finished_at REAL, status TEXT, pid INTEGER, host TEXT,
+    passes INTEGER DEFAULT 0, summary TEXT
+);
+CREATE TABLE IF NOT EXISTS calls (
+    call_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id INTEGER, request_key TEXT NOT NULL, kind TEXT, item_id TEXT, annotator TEXT,
+    annotator_kind TEXT, model TEXT, api_base TEXT, prompt TEXT, params TEXT,
+    status TEXT NOT NULL, response_raw TEXT, output TEXT, confidence REAL, parse_note TEXT,
+    error TEXT, cost REAL DEFAULT 0, reserved REAL DEFAULT 0, cost_source TEXT,
+    token_cost REAL, prompt_tokens INTEGER, completion_tokens INTEGER, latency_s REAL,
+    attempts INTEGER DEFAULT 0, created_at REAL, finished_at REAL
+);
+CREATE INDEX IF NOT EXISTS calls_key ON calls(request_key, status);
+CREATE INDEX IF NOT EXISTS calls_item ON calls(item_id, annotator);
+CREATE TABLE IF NOT EXISTS attempts (
+    call_id INTEGER, n INTEGER, started_at REAL, latency_s REAL, outcome TEXT, error TEXT
+);
+CREATE TABLE IF NOT EXISTS decisions (
+    run_id INTEGER, pass INTEGER, source TEXT, step INTEGER, item_id TEXT, annotator TEXT,
+    phase TEXT, kind TEXT, output TEXT, status TEXT, cost REAL, extra TEXT
+);
+CREATE TABLE IF NOT EXISTS labels (
+    run_id INTEGER, pass INTEGER, item_id TEXT, output TEXT, n_annotations INTEGER,
+    agreement REAL, human INTEGER, annotators TEXT, extra TEXT
+);
+CREATE TABLE IF NOT EXISTS human_queue (
+    request_key TEXT PRIMARY KEY, item_id TEXT, annotator TEXT, call_id INTEGER,
+    status TEXT, submitted_at REAL, answered_at REAL, label TEXT, answered_by TEXT
+);
+"""
+
+#: statuses of a call whose response was received (and paid): the response cache
+DONE = ("ok", "unparseable")
+
+
+class LedgerLockedError(QuorumError):
+    """Another process is running this project."""
+
+
+class Ledger:
+    """Thread-safe access to the ledger file; every write is its own committed transaction."""
+
+    def __init__(self, path: str | Path, sync: str = "normal", readonly: bool = False) -> None:
+        self.path = Path(path)
+        self.readonly = readonly
+        if readonly:
+            if not self.path.is_file():
+                raise QuorumError(f"no ledger at {self.path}: run `quorum annotate` first")
+            self.conn = sqlite3.connect(
+                str(self.path), check_same_thread=False, timeout=30, isolation_level=None
+            )
+            self.conn.execute("PRAGMA query_only=ON")
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(
+                str(self.path), check_same_thread=False, timeout=30, isolation_level=None
+            )
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute(f"PRAGMA synchronous={sync.upper()}")
+            self.conn.executescript(SCHEMA)
+            self.conn.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
+            )
+        self.conn.row_factory = sqlite3.Row
+        self._lock = threading.RLock()
+        self._lockfile: Any = None
+
+    # -- process lock ------------------------------------------------------
+    def acquire(self) -> None:
+        """Take the project lock: one ``quorum annotate`` per ledger at a time."""
+        f = open(str(self.path) + ".lock", "a+")  # noqa: SIM115
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            who = f.read().strip() or "another process"
+            f.close()
+            raise LedgerLockedError(
+                f"the project ledger {self.path} is in use by {who}; wait for it to finish"
+            ) from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()} on {socket.gethostname()}")
+        f.flush()
+        self._lockfile = f
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+        if self._lockfile is not None:
+            fcntl.flock(self._lockfile, fcntl.LOCK_UN)
+            self._lockfile.close()
+            self._lockfile = None
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    def query(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self.conn.execute(sql, args).fetchall()
+
+    def frame(self, sql: str, args: tuple = ()) -> pd.DataFrame:
+        with self._lock:
+            return pd.read_sql_query(sql, self.conn, params=args)
+
+    # -- runs --------------------------------------------------------------
+    def start_run(self, project: str, config_hash: str, config_json: str, method: str,
+                  seed: int, budget: float) -> int:  # fmt: skip
+        with self.tx() as c:
+            cur = c.execute(
+                "INSERT INTO runs (project, config_hash, config_json, method, seed, budget, "
+                "started_at, status, pid, host) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (project, config_hash, config_json, method, seed, budget, time.time(),
+                 "running", os.getpid(), socket.gethostname()),
+            )  # fmt: skip
+            return int(cur.lastrowid)
+
+    def finish_run(self, run_id: int, status: str, passes: int, summary: dict) -> None:
+        with self.tx() as c:
+            c.execute(
+                "UPDATE runs SET finished_at=?, status=?, passes=?, summary=? WHERE run_id=?",
+                (time.time(), status, passes, json.dumps(summary, default=str), run_id),
+            )
+
+    def close_stale_runs(self) -> int:
+        """Runs still marked running belong to a killed process (we hold the lock)."""
+        with self.tx() as c:
+            return c.execute("UPDATE runs SET status='killed' WHERE status='running'").rowcount
+
+    def mark_interrupted(self) -> tuple[int, float]:
+        """Calls left in flight by a killed process: mark them, return (count, reserved)."""
+        with self.tx() as c:
+            row = c.execute(
+                "SELECT count(*), coalesce(sum(reserved),0) FROM calls WHERE status='inflight'"
+            ).fetchone()
+            c.execute(
+                "UPDATE calls SET status='interrupted', cost=reserved, cost_source='reserved', "
+                "error='process stopped before the response was recorded' "
+                "WHERE status='inflight'"
+            )
+            return int(row[0]), float(row[1])
+
+    def last_run(self, finished: bool = False) -> sqlite3.Row | None:
+        where = "WHERE status IN ('finished','pending')" if finished else ""
+        rows = self.query(f"SELECT * FROM runs {where} ORDER BY run_id DESC LIMIT 1")
+        return rows[0] if rows else None
+
+    # -- calls -------------------------------------------------------------
+    def completed(self, key: str) -> sqlite3.Row | None:
+        rows = self.query(
+            "SELECT * FROM calls WHERE request_key=? AND status IN ('ok','unparseable') "
+            "ORDER BY call_id LIMIT 1",
+            (key,),
+        )
+        return rows[0] if rows else None
+
+    def by_key(self, key: str) -> sqlite3.Row | None:
+        rows = self.query(
+            "SELECT * FROM calls WHERE request_key=? AND status IN ('ok','unparseable','pending')"
+            " ORDER BY call_id LIMIT 1",
+            (key,),
+        )
+        return rows[0] if rows else None
+
+    def start_call(self, run_id: int, key: str, kind: str, item_id: str, annotator: str,
+                   annotator_kind: str, model: str | None, api_base: str | None, prompt: str,
+                   params: dict, reserved: float, status: str = "inflight", cost: float = 0.0,
+                   cost_source: str | None = None) -> int:  # fmt: skip
+        with self.tx() as c:
+            cur = c.execute(
+                "INSERT INTO calls (run_id, request_key, kind, item_id, annotator, "
+                "annotator_kind, model, api_base, prompt, params, status, reserved, cost, "
+                "cost_source, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (run_id, key, kind, item_id, annotator, annotator_kind, model, api_base, prompt,
+                 json.dumps(params, sort_keys=True, default=str), status, reserved, cost,
+                 cost_source, time.time()),
+            )  # fmt: skip
+            return int(cur.lastrowid)
+
+    def add_attempt(self, call_id: int, n: int, started_at: float, latency: float,
+                    outcome: str, error: str | None) -> None:  # fmt: skip
+        with self.tx() as c:
+            c.execute(
+                "INSERT INTO attempts VALUES (?,?,?,?,?,?)",
+                (call_id, n, started_at, latency, outcome, error),
+            )
+
+    def finish_call(self, call_id: int, **fields: Any) -> None:
+        fields.setdefault("finished_at", time.time())
+        cols = ", ".join(f"{k}=?" for k in fields)
+        with self.tx() as c:
+            c.execute(f"UPDATE calls SET {cols} WHERE call_id=?", (*fields.values(), call_id))
+
+    # -- humans ------------------------------------------------------------
+    def queue_human(self, key: str, item_id: str, annotator: str, call_id: int) -> None:
+        with self.tx() as c:
+            c.execute(
+                "INSERT OR IGNORE INTO human_queue (request_key, item_id, annotator, call_id, "
+                "status, submitted_at) VALUES (?,?,?,?,?,?)",
+                (key, item_id, annotator, call_id, "pending", time.time()),
+            )
+
+    def answer_human(self, key: str, label: str, by: str | None, raw: str) -> None:
+        now = time.time()
+        with self.tx() as c:
+            c.execute(
+                "UPDATE human_queue SET status='answered', answered_at=?, label=?, answered_by=? "
+                "WHERE request_key=?",
+                (now, label, by, key),
+            )
+            c.execute(
+                "UPDATE calls SET status='ok', output=?, response_raw=?, finished_at=?, "
+                "latency_s=? - created_at WHERE request_key=? AND status='pending'",
+                (label, raw, now, now, key),
+            )
+
+    def pending_humans(self) -> pd.DataFrame:
+        return self.frame(
+            "SELECT item_id, annotator, request_key, submitted_at FROM human_queue "
+            "WHERE status='pending' ORDER BY submitted_at, item_id"
+        )
+
+    # -- results -----------------------------------------------------------
+    def write_result(self, run_id: int, pass_no: int, annotations: pd.DataFrame,
+                     labels: pd.DataFrame, trace: pd.DataFrame | None) -> None:  # fmt: skip
+        with self.tx() as c:
+            c.execute("DELETE FROM decisions WHERE run_id=? AND pass=?", (run_id, pass_no))
+            c.execute("DELETE FROM labels WHERE run_id=? AND pass=?", (run_id, pass_no))
+            known = {"item_id", "annotator", "output", "status", "cost", "phase", "step", "kind"}
+            for r in annotations.to_dict("records"):
+                extra = {k: v for k, v in r.items() if k not in known}
+                c.execute(
+                    "INSERT INTO decisions VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (run_id, pass_no, "call", _int(r.get("step")), _s(r.get("item_id")),
+                     _s(r.get("annotator")), _s(r.get("phase")), _s(r.get("kind")),
+                     _s(r.get("output")), _s(r.get("status")), _f(r.get("cost")),
+                     json.dumps(extra, default=str) if extra else None),
+                )  # fmt: skip
+            if trace is not None and len(trace):
+                for i, r in enumerate(trace.to_dict("records")):
+                    c.execute(
+                        "INSERT INTO decisions VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                        (run_id, pass_no, "trace", i, _s(r.get("item_id")),
+                         _s(r.get("annotator", r.get("arm"))), _s(r.get("phase")),
+                         _s(r.get("kind")), _s(r.get("output")), _s(r.get("status")),
+                         _f(r.get("cost")), json.dumps(r, default=str)),
+                    )  # fmt: skip
+            base = {"item_id", "output", "n_annotations", "agreement", "human", "annotators"}
+            for r in labels.to_dict("records"):
+                extra = {k: v for k, v in r.items() if k not in base}
+                c.execute(
+                    "INSERT INTO labels VALUES (?,?,?,?,?,?,?,?,?)",
+                    (run_id, pass_no, _s(r.get("item_id")), _s(r.get("output")),
+                     _int(r.get("n_annotations")), _f(r.get("agreement")),
+                     int(bool(r.get("human"))), _s(r.get("annotators")),
+                     json.dumps(extra, default=str) if extra else None),
+                )  # fmt: skip
+
+    # -- accounting --------------------------------------------------------
+    def money(self) -> dict[str, float]:
+        """What the ledger says was paid, is held for pending humans, or may have been paid."""
+        row = self.query(
+            "SELECT "
+            "coalesce(sum(CASE WHEN status IN ('ok','unparseable') THEN cost END),0), "
+            "coalesce(sum(CASE WHEN status='failed' THEN cost END),0), "
+            "coalesce(sum(CASE WHEN status='pending' THEN cost END),0), "
+            "coalesce(sum(CASE WHEN status='interrupted' THEN reserved END),0), "
+            "count(CASE WHEN status='interrupted' THEN 1 END) FROM calls"
+        )[0]
+        paid = float(row[0]) + float(row[1])
+        return {
+            "paid": paid,
+            "pending": float(row[2]),
+            "committed": paid + float(row[2]),
+            "interrupted": float(row[3]),
+            "interrupted_calls": int(row[4]),
+        }
+
+
+def _s(x: Any) -> str | None:
+    if x is None or (isinstance(x, float) and x != x):
+        return None
+    return str(x)
+
+
+def _f(x: Any) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if v != v else v
+
+
+def _int(x: Any) -> int | None:
+    v = _f(x)
+    return None if v is None else int(v)

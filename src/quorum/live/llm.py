@@ -1,0 +1,327 @@
+"""LLM annotators through litellm: any provider it supports, or an OpenAI-compatible server.
+
+Retries with exponential backoff (and ``Retry-After``) on 429, 5xx, connection errors and
+timeouts; litellm's and the OpenAI client's own retries are switched off so that every
+HTTP try is ours and is logged. A call that still fails costs 0 (providers do not bill
+errors); after ``dead_after`` consecutive failed calls, or at once on an authentication or
+unknown-model error, the endpoint is declared dead.
+
+Cost: the configured ``price`` per call; or, with no price, the real token usage times the
+per-token prices (from the config, else litellm's cost map). Both are recorded per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import time
+from collections.abc import Sequence
+
+from quorum.errors import ConfigError
+from quorum.live.calls import (
+    Annotator,
+    AttemptHook,
+    CallKind,
+    Health,
+    Redactor,
+    Request,
+    Response,
+    TokenBucket,
+    request_key,
+)
+from quorum.live.config import AnnotatorConfig
+from quorum.live.prompts import ItemView, PromptBuilder
+
+log = logging.getLogger("quorum.live")
+
+_litellm = None
+
+
+def get_litellm():
+    """Import litellm once, quietly and offline (local cost map)."""
+    global _litellm
+    if _litellm is None:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import litellm
+
+        litellm.suppress_debug_info = True
+        litellm.telemetry = False
+        litellm.drop_params = True
+        _litellm = litellm
+    return _litellm
+
+
+class TokenPrices:
+    """Per-token prices of a model: from the config, else from litellm's cost map."""
+
+    def __init__(self, cfg: AnnotatorConfig) -> None:
+        self.input = cfg.input_cost_per_token
+        self.output = cfg.output_cost_per_token
+        self.source = "config"
+        if self.input is None or self.output is None:
+            info = None
+            try:
+                info = get_litellm().get_model_info(cfg.model)
+            except Exception:
+                info = None
+            if info:
+                self.input = (
+                    self.input if self.input is not None else info.get("input_cost_per_token")
+                )
+                self.output = (
+                    self.output if self.output is not None else info.get("output_cost_per_token")
+                )
+                self.source = "litellm cost map"
+
+    @property
+    def known(self) -> bool:
+        return self.input is not None and self.output is not None
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        if not self.known:
+            return None
+        return prompt_tokens * self.input + completion_tokens * self.output
+
+
+class LLMAnnotator(Annotator):
+    kind = "llm"
+
+    def __init__(
+        self,
+        cfg: AnnotatorConfig,
+        builder: PromptBuilder,
+        items: Sequence[ItemView],
+        redactor: Redactor,
+        default_max_tokens: int,
+    ) -> None:
+        self.cfg = cfg
+        self.name = cfg.name
+        self.model = cfg.model
+        self.api_base = cfg.api_base
+        self.builder = builder
+        self.redact = redactor
+        self.max_tokens = cfg.max_tokens or default_max_tokens
+        self.health = Health(cfg.name, cfg.dead_after)
+        self.api_key = self._api_key()
+        if self.cfg.api_key_env:
+            redactor.add(self.api_key)
+        self.prices = TokenPrices(cfg)
+        if cfg.price is None and not self.prices.known:
+            raise ConfigError(
+                f"annotator {cfg.name!r}: no `price` given and litellm has no per-token price "
+                f"for model {cfg.model!r}; set `price` (per call) or `input_cost_per_token` "
+                "and `output_cost_per_token`"
+            )
+        self.params = {"temperature": cfg.temperature, "max_tokens": self.max_tokens}
+        if cfg.seed is not None:
+            self.params["seed"] = cfg.seed
+        self.params.update(cfg.params)
+        self._price = self._bound(items, "annotate")
+        self._conf_price = (
+            cfg.confidence_price
+            if cfg.confidence_price is not None
+            else self._bound(items, "confidence")
+        )
+        self._sem: asyncio.Semaphore | None = None
+        self._bucket: TokenBucket | None = None
+
+    # -- secrets -----------------------------------------------------------
+    def _api_key(self) -> str | None:
+        var = self.cfg.api_key_env
+        if var:
+            key = os.environ.get(var)
+            if not key:
+                raise ConfigError(
+                    f"annotator {self.name!r}: environment variable {var} is not set "
+                    "(it must hold the API key)"
+                )
+            return key
+        return "no-key" if self.cfg.api_base else None
+
+    # -- prices ------------------------------------------------------------
+    def _bound(self, items: Sequence[ItemView], kind: CallKind) -> float:
+        """Reservation price: the fixed price, or max prompt tokens (with a margin) times the
+        input price plus ``max_tokens`` times the output price."""
+        if self.cfg.price is not None:
+            return float(self.cfg.price)
+        lit = get_litellm()
+        most = 0
+        for it in items:
+            if kind == "annotate":
+                msgs = self.builder.annotation_messages(it)
+            else:
+                msgs = self.builder.confidence_messages(it, "x " * self.max_tokens)
+            try:
+                n = lit.token_counter(model=self.model, messages=msgs)
+            except Exception:
+                n = sum(len(m["content"]) for m in msgs) // 2
+            most = max(most, n)
+        pt = int(most * self.cfg.prompt_token_margin) + 16
+        return float(self.prices.cost(pt, self.max_tokens + 1))
+
+    def price(self) -> float:
+        return self._price
+
+    def confidence_price(self) -> float:
+        return self._conf_price
+
+    @property
+    def gives_confidence(self) -> bool:
+        return True
+
+    # -- requests ----------------------------------------------------------
+    def request(self, item: ItemView, kind: CallKind, prediction: str | None = None) -> Request:
+        if kind == "annotate":
+            msgs = self.builder.annotation_messages(item)
+            reserved = self._price
+        else:
+            msgs = self.builder.confidence_messages(item, prediction or "")
+            reserved = self._conf_price
+        payload = {"model": self.model, "api_base": self.api_base, "messages": msgs}
+        payload["params"] = self.params
+        return Request(
+            key=request_key(payload),
+            kind=kind,
+            item=item,
+            annotator=self.name,
+            prompt=msgs[-1]["content"],
+            params=dict(self.params),
+            reserved=reserved,
+            messages=msgs,
+            prediction=prediction,
+        )
+
+    # -- calls -------------------------------------------------------------
+    def _limits(self) -> tuple[asyncio.Semaphore, TokenBucket | None]:
+        if self._sem is None:
+            self._sem = asyncio.Semaphore(self.cfg.concurrency)
+            if self.cfg.rate_limit:
+                self._bucket = TokenBucket(self.cfg.rate_limit)
+        return self._sem, self._bucket
+
+    async def call(self, req: Request, on_attempt: AttemptHook) -> Response:
+        lit = get_litellm()
+        sem, bucket = self._limits()
+        tries = self.cfg.max_retries + 1
+        error = "not attempted"
+        fatal = False
+        t_first = time.monotonic()
+        for n in range(1, tries + 1):
+            if self.health.dead:
+                error = f"endpoint declared dead: {self.health.reason}"
+                break
+            if bucket is not None:
+                await bucket.acquire()
+            async with sem:
+                started, t0 = time.time(), time.monotonic()
+                try:
+                    resp = await lit.acompletion(
+                        model=self.model,
+                        messages=req.messages,
+                        api_base=self.api_base,
+                        api_key=self.api_key,
+                        timeout=self.cfg.timeout,
+                        num_retries=0,
+                        max_retries=0,
+                        **req.params,
+                    )
+                except Exception as exc:  # classified below; never propagates
+                    latency = time.monotonic() - t0
+                    outcome, retryable, fatal, wait = _classify(exc)
+                    error = self.redact(f"{type(exc).__name__}: {exc}")[:2000]
+                    on_attempt(n, started, latency, outcome, error)
+                    if not retryable or n == tries:
+                        break
+                    backoff = min(self.cfg.backoff_max, self.cfg.backoff_base * 2 ** (n - 1))
+                    await asyncio.sleep(max(wait or 0.0, backoff * (0.5 + random.random())))
+                    continue
+                latency = time.monotonic() - t0
+            on_attempt(n, started, latency, "ok", None)
+            self.health.success()
+            return self._response(req, resp, latency, n, time.monotonic() - t_first)
+        if self.health.failure(error, fatal=fatal):
+            log.error(
+                "annotator %r (%s%s) is unreachable after %d consecutive failed call(s); "
+                "removed from the arm set for the rest of this run. Last error: %s",
+                self.name,
+                self.model,
+                f" at {self.api_base}" if self.api_base else "",
+                self.health.consecutive,
+                error,
+            )
+        return Response(
+            status="failed",
+            error=error,
+            cost=0.0,
+            cost_source="not billed (failed)",
+            latency=time.monotonic() - t_first,
+            attempts=n,
+        )
+
+    def _response(self, req: Request, resp, latency: float, n: int, total: float) -> Response:
+        try:
+            content = resp.choices[0].message.content
+        except (AttributeError, IndexError, KeyError):
+            content = None
+        usage = getattr(resp, "usage", None)
+        pt = getattr(usage, "prompt_tokens", None) if usage is not None else None
+        ct = getattr(usage, "completion_tokens", None) if usage is not None else None
+        token_cost = self.prices.cost(pt, ct) if pt is not None and ct is not None else None
+        if self.cfg.price is not None:
+            cost, source = float(self.cfg.price), "fixed price"
+        elif token_cost is not None:
+            cost, source = float(token_cost), f"tokens x price ({self.prices.source})"
+        else:
+            cost, source = req.reserved, "reserved bound (no token usage returned)"
+        if req.kind == "confidence" and self.cfg.confidence_price is not None:
+            cost, source = float(self.cfg.confidence_price), "fixed confidence price"
+        return Response(
+            status="ok",
+            raw=self.redact(content) if content is not None else None,
+            cost=cost,
+            cost_source=source,
+            token_cost=token_cost,
+            prompt_tokens=pt,
+            completion_tokens=ct,
+            latency=total,
+            attempts=n,
+        )
+
+
+def _classify(exc: BaseException) -> tuple[str, bool, bool, float | None]:
+    """(outcome, retryable, fatal for the endpoint, server-asked wait in seconds)."""
+    lit = get_litellm()
+    status = getattr(exc, "status_code", None)
+    wait = _retry_after(exc)
+    if isinstance(exc, lit.Timeout):
+        return "timeout", True, False, None
+    if isinstance(exc, lit.RateLimitError) or status == 429:
+        return "429", True, False, wait
+    if isinstance(exc, lit.AuthenticationError | lit.PermissionDeniedError):
+        return f"auth {status}", False, True, None
+    if isinstance(exc, lit.NotFoundError):
+        return f"not found {status}", False, True, None
+    if isinstance(exc, lit.ContextWindowExceededError | lit.BadRequestError):
+        return f"bad request {status}", False, False, None
+    if isinstance(exc, lit.APIConnectionError) or "Connection error" in str(exc):
+        return "connection", True, False, None
+    if isinstance(status, int) and status >= 500:
+        return f"{status}", True, False, wait
+    if isinstance(
+        exc,
+        lit.InternalServerError | lit.ServiceUnavailableError | lit.BadGatewayError,
+    ):
+        return f"{status or '5xx'}", True, False, wait
+    return f"error {type(exc).__name__}", False, False, None
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    resp = getattr(exc, "response", None)
+    headers = getattr(resp, "headers", None) or {}
+    try:
+        val = headers.get("retry-after") or headers.get("Retry-After")
+        return min(60.0, float(val)) if val is not None else None
+    except (TypeError, ValueError, AttributeError):
+        return None

@@ -1,0 +1,456 @@
+"""LiveSource: the AnnotationSource that calls LLMs, local models and humans for real.
+
+Every call goes: ledger cache look-up -> project money guard -> ``inflight`` row committed ->
+the call (with retries) -> response, parse result and cost committed -> Outcome returned.
+``annotate_many`` runs its requests concurrently on a private asyncio loop (one background
+thread), under per-annotator semaphores and rate limits and a global concurrency cap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+
+from quorum.data.schema import TaskType
+from quorum.live.calls import Annotator, Redactor, Request, Response, request_key
+from quorum.live.humans import HumanQueue, HumanTask
+from quorum.live.ledger import Ledger
+from quorum.live.parsing import LabelParser, Parsed, parse_confidence, parse_summary
+from quorum.live.prompts import ItemView, PromptBuilder
+from quorum.routing.base import Outcome
+from quorum.routing.budget import from_units, to_units
+
+log = logging.getLogger("quorum.live")
+T = TypeVar("T")
+
+
+class LoopThread:
+    """A private event loop in a daemon thread; sync code submits coroutines to it.
+
+    One loop serves the whole process (:func:`shared_loop`): litellm keeps its HTTP clients
+    and a logging task per loop, so the loop lives as long as the process.
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="quorum-live", daemon=True
+        )
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if threading.current_thread() is self.thread:
+            raise RuntimeError("LiveSource calls must not be made from its own event loop")
+        fut = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return fut.result()
+        except BaseException:
+            fut.cancel()
+            raise
+
+
+_SHARED: LoopThread | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_loop() -> LoopThread:
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is None or not _SHARED.thread.is_alive():
+            _SHARED = LoopThread()
+        return _SHARED
+
+
+@dataclass
+class HumanArm:
+    """The human annotator: a name, a price and the queue behind it."""
+
+    name: str
+    price: float
+    queue: HumanQueue
+    builder: PromptBuilder
+
+
+@dataclass
+class LiveStats:
+    """Running counts for the progress bar (this process)."""
+
+    n_items: int
+    budget: float
+    committed: float = 0.0  # paid + held for pending humans, whole ledger
+    calls: int = 0
+    cached: int = 0
+    new_calls: int = 0
+    failed: int = 0
+    unparseable: int = 0
+    pending: int = 0
+    items_ok: set[str] = field(default_factory=set)
+
+    @property
+    def left(self) -> float:
+        return max(0.0, self.budget - self.committed)
+
+
+class LiveSource:
+    """An :class:`~quorum.routing.base.AnnotationSource` backed by real calls and a ledger."""
+
+    def __init__(
+        self,
+        *,
+        task_type: TaskType,
+        items: list[ItemView],
+        annotators: dict[str, Annotator],
+        ledger: Ledger,
+        run_id: int,
+        budget_limit: float,
+        parser: LabelParser | None,
+        human: HumanArm | None = None,
+        concurrency: int = 16,
+        redactor: Redactor | None = None,
+        on_event: Callable[[Outcome, LiveStats], None] | None = None,
+    ) -> None:
+        self.task_type = task_type
+        self.items = {it.item_id: it for it in items}
+        self.annotators = annotators
+        self.ledger = ledger
+        self.run_id = run_id
+        self.parser = parser
+        self.human = human
+        self.redact = redactor or Redactor()
+        self.on_event = on_event
+        self.concurrency = concurrency
+        self.limit_u = to_units(budget_limit)
+        money = ledger.money()
+        self.stats = LiveStats(len(items), budget_limit, committed=money["committed"])
+        self._committed_u = to_units(money["committed"])
+        self._held_u = 0  # reservations of calls in flight
+        self._inflight: dict[str, asyncio.Future] = {}
+        self._answers: dict[str, Any] = {}
+        self._to_submit: dict[str, HumanTask] = {}
+        self._last: dict[tuple[str, str], str] = {}
+        self._emb: dict[str, np.ndarray] = {}
+        self._sem: asyncio.Semaphore | None = None
+        self._guard_warned = False
+        self._loop = shared_loop()
+
+    # -- AnnotationSource ------------------------------------------------------
+    def price(self, annotator: str) -> float:
+        if self.human is not None and annotator == self.human.name:
+            return self.human.price
+        return self.annotators[annotator].price()
+
+    def confidence_price(self, annotator: str) -> float:
+        a = self.annotators.get(annotator)
+        return a.confidence_price() if a is not None and a.gives_confidence else 0.0
+
+    def is_available(self, annotator: str) -> bool:
+        """False once an endpoint is declared dead (routers should drop that arm)."""
+        a = self.annotators.get(annotator)
+        return True if a is None else a.available
+
+    def annotate(self, item_id: str, annotator: str) -> Outcome:
+        return self.annotate_many([(item_id, annotator)])[0]
+
+    def annotate_many(self, requests: list[tuple[str, str]]) -> list[Outcome]:
+        if not requests:
+            return []
+        return self._loop.run(self._many(requests))
+
+    def confidence(self, item_id: str, annotator: str) -> Outcome:
+        return self._loop.run(self._confidence(item_id, annotator))
+
+    def embed_outputs(self, texts: list[str]) -> np.ndarray:
+        from quorum.live.local import embed
+
+        missing = [t for t in dict.fromkeys(texts) if t not in self._emb]
+        if missing:
+            for t, v in zip(missing, embed(missing), strict=True):
+                self._emb[t] = v
+        return np.stack([self._emb[t] for t in texts]) if texts else np.zeros((0, 384))
+
+    # -- human answers ---------------------------------------------------------
+    def refresh_answers(self) -> int:
+        """Read the human queue; return how many pending calls it answers."""
+        if self.human is None:
+            return 0
+        self._answers = self.human.queue.poll()
+        pend = self.ledger.pending_humans()
+        return int(pend["item_id"].isin(list(self._answers)).sum()) if len(pend) else 0
+
+    def resubmit_pending(self) -> int:
+        """Put every pending human call of the ledger back in the queue (start of a run)."""
+        if self.human is None:
+            return 0
+        pend = self.ledger.pending_humans()
+        tasks = [self._human_task(self.items[i]) for i in pend["item_id"] if i in self.items]
+        self.human.queue.submit(tasks)
+        return len(tasks)
+
+    def close(self) -> None:
+        for a in self.annotators.values():
+            a.close()
+        if self.human is not None:
+            self.human.queue.close()
+
+    # -- the async core --------------------------------------------------------
+    async def _many(self, requests: list[tuple[str, str]]) -> list[Outcome]:
+        if self._sem is None:
+            self._sem = asyncio.Semaphore(self.concurrency)
+        if self.human is not None and any(a == self.human.name for _, a in requests):
+            self._answers = self.human.queue.poll()
+        try:
+            return list(await asyncio.gather(*(self._one(i, a) for i, a in requests)))
+        finally:
+            if self._to_submit and self.human is not None:
+                tasks, self._to_submit = list(self._to_submit.values()), {}
+                self.human.queue.submit(tasks)
+
+    async def _one(self, item_id: str, annotator: str) -> Outcome:
+        item = self.items[item_id]
+        if self.human is not None and annotator == self.human.name:
+            return self._human_call(item)
+        ann = self.annotators[annotator]
+        out = await self._execute(ann, ann.request(item, "annotate"))
+        if out.ok and out.output is not None:
+            self._last[(item_id, annotator)] = out.output
+        return out
+
+    async def _confidence(self, item_id: str, annotator: str) -> Outcome:
+        ann = self.annotators.get(annotator)
+        item = self.items[item_id]
+        if ann is None or not ann.gives_confidence:
+            return Outcome(item_id, annotator, None, 0.0, status="failed")
+        pred = self._last.get((item_id, annotator))
+        if pred is None:
+            row = self.ledger.completed(ann.request(item, "annotate").key)
+            pred = row["output"] if row is not None and row["status"] == "ok" else None
+        if pred is None:
+            return Outcome(item_id, annotator, None, 0.0, status="failed", raw="no prior answer")
+        if self._sem is None:
+            self._sem = asyncio.Semaphore(self.concurrency)
+        return await self._execute(ann, ann.request(item, "confidence", prediction=pred))
+
+    async def _execute(self, ann: Annotator, req: Request) -> Outcome:
+        """Serve from the ledger, or make (and record) the call exactly once."""
+        row = self.ledger.completed(req.key)
+        if row is not None:
+            return self._from_row(req, row, cached=True)
+        waiting = self._inflight.get(req.key)
+        if waiting is not None:  # the same request is in flight: share its answer
+            await asyncio.shield(waiting)
+            row = self.ledger.completed(req.key)
+            if row is not None:
+                return self._from_row(req, row, cached=True)
+        fut = asyncio.get_running_loop().create_future()
+        self._inflight[req.key] = fut
+        try:
+            return await self._call(ann, req)
+        finally:
+            self._inflight.pop(req.key, None)
+            fut.set_result(None)
+
+    async def _call(self, ann: Annotator, req: Request) -> Outcome:
+        if not ann.available:
+            return self._refuse(ann, req, f"endpoint declared dead: {ann.health.reason}")
+        if not self._hold(req.reserved):
+            return self._refuse(
+                ann,
+                req,
+                "project budget reached: the ledger already holds "
+                f"{from_units(self._committed_u):.6g} of {from_units(self.limit_u):.6g} "
+                "(calls from earlier runs that this run did not reuse count too)",
+            )
+        call_id = self.ledger.start_call(
+            self.run_id, req.key, req.kind, req.item_id, req.annotator, ann.kind, ann.model,
+            ann.api_base, req.prompt, req.params, req.reserved,
+        )  # fmt: skip
+
+        def on_attempt(n: int, started: float, lat: float, outcome: str, err: str | None):
+            if outcome != "ok":  # successful tries are recorded with the call itself
+                self.ledger.add_attempt(call_id, n, started, lat, outcome, self.redact(err))
+
+        assert self._sem is not None
+        try:
+            async with self._sem:
+                resp = await ann.call(req, on_attempt)
+        except BaseException:
+            self._release(req.reserved)
+            raise
+        parsed = self._parse(req, resp)
+        status = "failed" if resp.status != "ok" else parsed.status
+        cost = resp.cost
+        if cost > req.reserved + 1e-12:
+            log.warning(
+                "call to %s cost %.6g, more than its reserved bound %.6g; raise "
+                "prompt_token_margin or set max_tokens for this annotator",
+                req.annotator,
+                cost,
+                req.reserved,
+            )
+        self.ledger.finish_call(
+            call_id,
+            status=status,
+            response_raw=self.redact(resp.raw),
+            output=parsed.output,
+            confidence=parsed.confidence,
+            parse_note=parsed.reason or None,
+            error=self.redact(resp.error),
+            cost=cost,
+            cost_source=resp.cost_source,
+            token_cost=resp.token_cost,
+            prompt_tokens=resp.prompt_tokens,
+            completion_tokens=resp.completion_tokens,
+            latency_s=resp.latency,
+            attempts=resp.attempts,
+        )
+        self._settle(req.reserved, cost)
+        out = Outcome(
+            req.item_id,
+            req.annotator,
+            parsed.output if status == "ok" and req.kind == "annotate" else None,
+            cost,
+            status=status,  # type: ignore[arg-type]
+            confidence=parsed.confidence,
+            raw=self.redact(resp.raw) if resp.raw is not None else resp.error,
+        )
+        self.stats.new_calls += 1
+        self._event(out)
+        return out
+
+    def _parse(self, req: Request, resp: Response) -> Parsed:
+        if resp.status != "ok":
+            return Parsed("unparseable", None, "")
+        if req.kind == "confidence":
+            if resp.confidence is not None:
+                return Parsed("ok", f"{resp.confidence:.6g}", confidence=resp.confidence)
+            return parse_confidence(resp.raw)
+        text = resp.extra.get("output", resp.raw) if resp.extra else resp.raw
+        if self.task_type is TaskType.summarization or self.parser is None:
+            p = parse_summary(text)
+        else:
+            opts = list(req.item.choices) if req.item.choices else None
+            p = self.parser.parse(text, opts)
+        if p.ok and resp.confidence is not None:
+            return Parsed(p.status, p.output, p.reason, confidence=resp.confidence)
+        return p
+
+    def _refuse(self, ann: Annotator, req: Request, why: str) -> Outcome:
+        call_id = self.ledger.start_call(
+            self.run_id, req.key, req.kind, req.item_id, req.annotator, ann.kind, ann.model,
+            ann.api_base, req.prompt, req.params, 0.0,
+        )  # fmt: skip
+        self.ledger.finish_call(
+            call_id, status="failed", error=why, cost=0.0, cost_source="not made", attempts=0
+        )
+        if why.startswith("project budget") and not self._guard_warned:
+            self._guard_warned = True
+            log.warning("%s", why)
+        out = Outcome(req.item_id, req.annotator, None, 0.0, status="failed", raw=why)
+        self._event(out)
+        return out
+
+    def _from_row(self, req: Request, row: Any, cached: bool) -> Outcome:
+        status = row["status"]
+        out = Outcome(
+            req.item_id,
+            req.annotator,
+            row["output"] if status == "ok" and req.kind == "annotate" else None,
+            float(row["cost"] or 0.0),
+            status=status,
+            confidence=row["confidence"],
+            raw=row["response_raw"],
+        )
+        if cached:
+            self.stats.cached += 1
+        self._event(out)
+        return out
+
+    # -- humans ----------------------------------------------------------------
+    def _human_task(self, item: ItemView) -> HumanTask:
+        assert self.human is not None
+        b = self.human.builder
+        choices = [] if self.task_type is TaskType.summarization else b.options(item)
+        return HumanTask(item, b.instructions, choices)
+
+    def _human_key(self, item: ItemView) -> str:
+        assert self.human is not None
+        return request_key(
+            {"human": self.human.name, "text": item.text, "choices": item.choices,
+             "instructions": self.human.builder.instructions, "item_id": item.item_id}
+        )  # fmt: skip
+
+    def _human_call(self, item: ItemView) -> Outcome:
+        """Submit to the human queue, or return the answer once it is there."""
+        assert self.human is not None
+        h = self.human
+        key = self._human_key(item)
+        row = self.ledger.by_key(key)
+        ans = self._answers.get(item.item_id)
+        if row is None:
+            if not self._hold(h.price):
+                return Outcome(item.item_id, h.name, None, 0.0, status="failed",
+                               raw="project budget reached")  # fmt: skip
+            call_id = self.ledger.start_call(
+                self.run_id, key, "annotate", item.item_id, h.name, "human", None, None,
+                item.text, {"queue": type(h.queue).__name__}, h.price, status="pending",
+                cost=h.price, cost_source="human price (held until answered)",
+            )  # fmt: skip
+            self.ledger.queue_human(key, item.item_id, h.name, call_id)
+            self._settle(h.price, h.price)
+            if ans is None:
+                self._to_submit[item.item_id] = self._human_task(item)
+            row = self.ledger.by_key(key)
+        if row["status"] == "pending" and ans is not None:
+            self.ledger.answer_human(key, ans.label, ans.by, ans.raw)
+            self._to_submit.pop(item.item_id, None)
+            h.queue.withdraw([item.item_id])
+            row = self.ledger.by_key(key)
+        out = Outcome(
+            item.item_id,
+            h.name,
+            row["output"] if row["status"] == "ok" else None,
+            float(row["cost"] or 0.0),
+            status=row["status"],
+            raw=row["response_raw"],
+        )
+        self._event(out)
+        return out
+
+    # -- money -----------------------------------------------------------------
+    def _hold(self, amount: float) -> bool:
+        u = to_units(amount)
+        if self._committed_u + self._held_u + u > self.limit_u:
+            return False
+        self._held_u += u
+        return True
+
+    def _release(self, amount: float) -> None:
+        self._held_u -= to_units(amount)
+
+    def _settle(self, reserved: float, cost: float) -> None:
+        self._held_u -= to_units(reserved)
+        self._committed_u += to_units(cost)
+        self.stats.committed = from_units(self._committed_u)
+
+    def _event(self, out: Outcome) -> None:
+        s = self.stats
+        s.calls += 1
+        if out.status == "ok" and out.output is not None:
+            s.items_ok.add(out.item_id)
+        elif out.status == "failed":
+            s.failed += 1
+        elif out.status == "unparseable":
+            s.unparseable += 1
+        elif out.status == "pending":
+            s.pending += 1
+        if self.on_event is not None:
+            try:
+                self.on_event(out, s)
+            except Exception:  # a display problem must never break a run
+                log.debug("progress callback failed", exc_info=True)

@@ -1,0 +1,1 @@
+"""Local test servers and a small test router for the live-annotation tests."""

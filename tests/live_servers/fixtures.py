@@ -1,0 +1,131 @@
+"""Helpers for the live tests: start/stop test servers, write projects, run the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+TESTS = HERE.parent
+ROOT = TESTS.parent
+FAKE = HERE / "fake_openai.py"
+
+
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    e["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(ROOT / "src"), e.get("PYTHONPATH", "")])
+    e.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    e.setdefault("HF_HUB_OFFLINE", "1")
+    e.setdefault("TRANSFORMERS_OFFLINE", "1")
+    e.setdefault("TOKENIZERS_PARALLELISM", "false")
+    return e
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class FakeServer:
+    """The fault-injection server in a subprocess; ``requests()`` reads its request log."""
+
+    def __init__(self, tmp: Path, *args: str, name: str = "fake") -> None:
+        self.log = tmp / f"{name}-requests.jsonl"
+        self.proc = subprocess.Popen(
+            [sys.executable, str(FAKE), "--port", "0", "--log", str(self.log), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env(),
+        )
+        line = self.proc.stdout.readline() if self.proc.stdout else ""
+        if not line.startswith("PORT "):
+            self.stop()
+            raise RuntimeError(f"fake server did not start: {line!r}")
+        self.port = int(line.split()[1])
+        self.api_base = f"http://127.0.0.1:{self.port}/v1"
+
+    def requests(self) -> list[dict]:
+        if not self.log.is_file():
+            return []
+        return [json.loads(x) for x in self.log.read_text().splitlines() if x.strip()]
+
+    def counts(self) -> Counter:
+        return Counter(r["key"] for r in self.requests())
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+
+    def __enter__(self) -> FakeServer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def sst2_items(data_dir: Path, limit: int) -> dict:
+    return {
+        "path": str(data_dir / "sst2_dev" / "sst2_dev.csv"),
+        "id_column": "idx",
+        "text_column": "sentence",
+        "gold_column": "label",
+        "limit": limit,
+    }
+
+
+SST2_TASK = {
+    "type": "classification",
+    "labels": ["0", "1"],
+    "label_names": {"0": "negative", "1": "positive"},
+}
+
+
+def write_project(folder: Path, data: dict, name: str = "project.yaml") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    p = folder / name
+    p.write_text(yaml.safe_dump(data, sort_keys=False))
+    return p
+
+
+def quorum(*args: str, timeout: float = 180, extra_env: dict | None = None):
+    """Run the ``quorum`` CLI in a subprocess; return the CompletedProcess."""
+    e = env()
+    e.update(extra_env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "quorum.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=e,
+        cwd=str(ROOT),
+    )
+
+
+def wait_http(url: str, timeout: float) -> bool:
+    """Poll ``url`` until it answers 200 or ``timeout`` seconds pass."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return True
+        except OSError:
+            time.sleep(0.3)
+    return False
