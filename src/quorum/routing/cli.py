@@ -1,0 +1,102 @@
+"""`quorum simulate`: replay a routing method on recorded annotations."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from quorum.errors import QuorumError
+
+
+def _parse_params(values: list[str] | None) -> dict:
+    out: dict = {}
+    for v in values or []:
+        key, sep, raw = v.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"--param expects KEY=VALUE, got {v!r}")
+        try:
+            out[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.strip()] = raw
+    return out
+
+
+def simulate(
+    dataset: Annotated[str, typer.Option("--dataset", "-d", help="named dataset or folder")],
+    setting: Annotated[str, typer.Option(help="dollars or auditor")] = "dollars",
+    budget: Annotated[
+        float,
+        typer.Option(
+            help="auditor: share of items for humans; dollars: share of the all-human cost"
+        ),
+    ] = 0.3,
+    method: Annotated[str, typer.Option(help="quorum, random, coannotating, cdi, ...")] = "quorum",
+    annotators: Annotated[
+        str | None,
+        typer.Option(help="LLM panel as name=price,... (default: the dataset's panel)"),
+    ] = None,
+    human: Annotated[
+        str, typer.Option(help="'gold' (perfect human) or a recorded human annotator")
+    ] = "gold",
+    seeds: Annotated[int, typer.Option(help="number of seeds (0..N-1)")] = 1,
+    param: Annotated[
+        list[str] | None, typer.Option("--param", "-p", help="router parameter KEY=VALUE")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON object per seed")] = False,
+) -> None:
+    """Run a routing method on recorded annotations and print its metrics."""
+    from quorum.routing.simulate import parse_annotators, prepare, simulate_once
+
+    if seeds < 1:
+        raise typer.BadParameter("--seeds must be >= 1")
+    try:
+        prep = prepare(dataset, parse_annotators(annotators), human)
+        params = _parse_params(param)
+        rows = []
+        for s in range(seeds):
+            row, _ = simulate_once(prep, method, setting, budget, s, params)
+            rows.append(row)
+            if as_json:
+                sys.stdout.write(json.dumps(row) + "\n")
+                sys.stdout.flush()
+    except (QuorumError, ValueError, KeyError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(code=1) from exc
+    if not as_json:
+        _print_table(rows)
+
+
+def _print_table(rows: list[dict]) -> None:
+    import numpy as np
+    from rich.console import Console
+    from rich.table import Table
+
+    metric = "rouge1" if "rouge1" in rows[0] else "accuracy"
+    t = Table(
+        title=f"{rows[0]['method']} on {rows[0]['dataset']} ({rows[0]['setting']}, "
+        f"budget {rows[0]['budget']:.0%})"
+    )
+    for col in ("seed", metric, "mca", "cost", "budget_limit", "human_labels", "llm_calls"):
+        t.add_column(col, justify="right")
+    for r in rows:
+        mca = "-" if r.get("mca") is None else f"{r['mca']:.3f}"
+        t.add_row(
+            str(r["seed"]),
+            f"{r[metric]:.4f}",
+            mca,
+            f"{r['cost']:.2f}",
+            f"{r['budget_limit']:.2f}",
+            str(r["human_labels"]),
+            str(r["llm_calls"]),
+        )
+    if len(rows) > 1:
+        vals = np.array([r[metric] for r in rows])
+        t.add_row("mean", f"{vals.mean():.4f} ± {vals.std():.4f}", "", "", "", "", "")
+    Console().print(t)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate")(simulate)
