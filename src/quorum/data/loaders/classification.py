@@ -18,6 +18,7 @@ from quorum.data.loaders._common import (
     source_file,
     wide_to_long,
 )
+from quorum.data.loaders.zeroshot import zero_shot_annotations
 from quorum.data.schema import Dataset, TaskType
 from quorum.errors import DatasetNotFoundError
 
@@ -215,8 +216,26 @@ def load_imdb_mlapi(root: Path, sub: str | None, name: str) -> Dataset:
 
 
 # ------------------------------------------------------------------------ SentiMP-En
+SENTIMP_LABEL_NAMES = {"-1": "negative", "0": "neutral", "1": "positive"}
+#: the local machine annotator added to SentiMP-En (it records no LLM answers)
+SENTIMP_MACHINE = "zeroshot-minilm"
+#: local compute costs ~nothing; priced like the paper's cheapest LLM (0.01) so that budgets
+#: stay comparable with the other datasets
+SENTIMP_MACHINE_PRICE = 0.01
+#: label strings for the zero-shot classifier, chosen a priori (not tuned on gold)
+SENTIMP_DESCRIPTIONS = {
+    "-1": "negative sentiment",
+    "0": "neutral sentiment",
+    "1": "positive sentiment",
+}
+
+
 def load_sentimp_en(root: Path, sub: str | None, name: str) -> Dataset:
-    """SentiMP-21 UK tweets: three human labellers and the final gold label."""
+    """SentiMP-21 UK tweets: three human labellers, gold, and a local zero-shot annotator.
+
+    The file records no machine answers; ``zeroshot-minilm`` is computed here (MiniLM
+    zero-shot, see :mod:`quorum.data.loaders.zeroshot`) and cached on disk.
+    """
     path = source_file(root, SENTIMP_FILE, name)
     df = _read_csv(path)
     label_cols = sorted(
@@ -234,22 +253,33 @@ def load_sentimp_en(root: Path, sub: str | None, name: str) -> Dataset:
         if c in df:
             items[c] = blank_to_na(df[c])
     outs = {f"labeller_{c.split('_')[1]}": blank_to_na(df[c]) for c in label_cols}
-    ann = wide_to_long(items["item_id"], outs)
+    labels = list(SENTIMP_LABEL_NAMES)
+    machine = zero_shot_annotations(items, labels, SENTIMP_DESCRIPTIONS, SENTIMP_MACHINE)
+    ann = pd.concat([wide_to_long(items["item_id"], outs), machine], ignore_index=True)
     n_tie = int((df.get("majority_vote", pd.Series(dtype=str)) == "TIE").sum())
+    descs = ", ".join(f"{k}={v!r}" for k, v in SENTIMP_DESCRIPTIONS.items())
     return finalize(
         name,
         TaskType.classification,
         items,
         ann,
-        kinds={a: "human" for a in outs},
+        kinds={**dict.fromkeys(outs, "human"), SENTIMP_MACHINE: "model"},
         sources=[path],
-        labels=["-1", "0", "1"],
-        label_names={"-1": "negative", "0": "neutral", "1": "positive"},
-        description="SentiMP-En: UK MPs' tweets, 3 human labellers, gold = final_label",
-        prices={a: 0.10 for a in outs},
-        panel=[],
+        labels=labels,
+        label_names=SENTIMP_LABEL_NAMES,
+        description=(
+            "SentiMP-En: UK MPs' tweets, 3 human labellers, gold = final_label, plus a local "
+            "zero-shot MiniLM annotator"
+        ),
+        prices={**dict.fromkeys(outs, 0.10), SENTIMP_MACHINE: SENTIMP_MACHINE_PRICE},
+        panel=[SENTIMP_MACHINE],
         notes=[
-            "the recorded annotators are humans (0.10 each); there are no LLM answers",
+            "the recorded annotators are humans (0.10 each); the file has no LLM answers",
+            f"{SENTIMP_MACHINE} is computed locally, not recorded: zero-shot MiniLM "
+            f"(all-MiniLM-L6-v2, cosine similarity to {descs}, descriptions chosen a priori, "
+            "not tuned on gold; confidence = softmax, temperature 0.05); cached on disk",
+            f"{SENTIMP_MACHINE} is priced {SENTIMP_MACHINE_PRICE} like the paper's cheapest "
+            "LLM (local compute is ~free) so budgets stay comparable",
             f"{n_tie} items had no majority (TIE) and were resolved by tie_break",
         ],
     )
