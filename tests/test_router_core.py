@@ -73,7 +73,7 @@ def test_posterior_stable_over_a_million_updates():
     for x, y in zip(X, r, strict=True):  # 10^6 sequential Sherman-Morrison updates
         post.update(x, y)
     assert post.n_updates_ == n
-    mean, cov = closed_form(X, r, np.zeros(d), 1.0, 0.25)
+    mean, _ = closed_form(X, r, np.zeros(d), 1.0, 0.25)
     np.testing.assert_allclose(post.mean_, mean, atol=1e-8)
     assert np.all(np.linalg.eigvalsh(post.cov_) > 0)
     assert np.allclose(post.cov_, post.cov_.T)
@@ -114,7 +114,9 @@ def test_policy_epsilon_decay_and_escalation():
 def test_policy_explores_uniformly():
     pol = EpsilonGreedyPolicy(epsilon0=1.0, gamma=0.0)
     rng = np.random.default_rng(0)
-    picks = [pol.select(np.array([0.9, 0.1, 0.1]), 0, rng, human_allowed=True)[0] for _ in range(3000)]
+    picks = [
+        pol.select(np.array([0.9, 0.1, 0.1]), 0, rng, human_allowed=True)[0] for _ in range(3000)
+    ]
     counts = np.bincount(picks, minlength=3)
     assert counts.min() > 900
 

@@ -2,16 +2,18 @@
 
 Every call is *reserved* at its maximum price before it is made and *settled* at its real
 cost afterwards, so that concurrent calls can never take spending above ``limit``.
-Amounts are kept in integer micro-units to avoid floating-point drift over many charges.
+Amounts are kept in integer nano-units (1e-9) to avoid floating-point drift over many
+charges; the limit is rounded down, so spending can never pass the limit given.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from quorum.errors import BudgetExceededError
 
-_SCALE = 1_000_000  # micro-units per currency unit
+_SCALE = 1_000_000_000  # nano-units per currency unit
 
 
 def to_units(x: float) -> int:
@@ -41,7 +43,7 @@ class Budget:
     def __post_init__(self) -> None:
         if self.limit < 0:
             raise ValueError(f"budget limit must be >= 0, got {self.limit}")
-        self._limit_u = to_units(self.limit)
+        self._limit_u = math.floor(float(self.limit) * _SCALE + 1e-6)
 
     # -- queries -----------------------------------------------------------
     @property

@@ -68,15 +68,17 @@ class QuorumRouter(Router):
     consensus_threshold : weighted agreement that stops extra annotations (0.66).
     prior_mean_human, prior_var_human, prior_var_llm : priors mu_H = 0.3 * 1,
         Sigma_H = 0.5 I, Sigma_LLM = I, mu_LLM = 0.
-    reward_noise : sigma^2 of the reward model (ours: 0.25, the largest variance of a
-        0/1 reward).
+    reward_noise : sigma^2 of the reward model (ours: 1.0, the usual default of Bayesian
+        linear bandits; 0.25, the largest variance of a 0/1 reward, overfits the small
+        calibration sets of 300-500 item tasks).
     budget_prior_var : prior variance of the weights on b_t and p_t (ours: 1e-3; the
         other weights keep the paper's Sigma). Calibration sees b_t = 1, p_t = 0 only, so
         with a unit prior those weights absorb part of the intercept and q_a drifts as the
         budget drains; a tight prior keeps x_t as in the paper while letting only strong
         evidence make quality depend on budget or progress.
     reserve_share : share of the money above the coverage floor that phase 2 may not
-        touch, kept for phase 3 (B_reserved; ours: 0.8, from a grid on MMLU-Redux).
+        touch, kept for phase 3 (B_reserved; ours: 0.5, half for first answers, half for
+        refinement; see docs/router.md for the grid behind it).
     pacing : phase 2 spends its working budget at an even rate over the items (ours).
     cost_penalty : lambda in score_a = q_a - lambda * c_a / c_H used to exploit
         (ours: 1, i.e. one human label is worth one unit of quality; 0 = the paper's
@@ -89,14 +91,41 @@ class QuorumRouter(Router):
     include_bias : append a constant 1 to x_t (ours: q_a needs an intercept).
     priority_refresh : recompute all priorities every this many phase-3 picks (speed).
     auditor_space : "embedding" or "features": where the error centroid is computed.
-    auditor_rule : "centroid" (Algorithm 2: distance to the centroid of the calibration
-        errors) or "knn" (ours: share of errors among the ``auditor_k`` nearest
-        calibration items, so that several separate error regions all count).
+    auditor_rule : "knn" (ours, default: share of errors among the k nearest calibration
+        items, k = min(auditor_k, |C| // 4), ties broken by the distance to the nearest
+        error, so that several separate error regions all count) or "centroid"
+        (Algorithm 2 as written: distance to the centroid of the calibration errors).
     spend_leftover : when no item is open any more and money remains, give human labels
         to settled items without one, highest priority first (ours: the paper's phase 3
         runs "while budget remains" but stops items on consensus).
     summary_error_quantile : auditor, summaries: a calibration summary counts as an
         error when its similarity to the human one is below this quantile.
+    adaptive_tau : raise the escalation threshold with the money left (ours; False =
+        the paper's fixed tau_H): tau_t = tau_H + (1 - tau_H) * rho_t, with rho_t the
+        share of the remaining items a human could still be paid for (phase 2: spare
+        money per remaining item / (c_H - c_min); phase 3: money left / (n_open c_H)),
+        so that weak LLM answers go to humans when the budget allows it.
+    auditor_cost_match : auditor setting: calibration needs the cheapest LLM's answer on
+        |C| human-labelled items; give up ceil(|C| c_min / (c_H - c_min)) human labels so
+        that the total cost stays at or below B c_H + (T - B) c_min, the cost of a
+        router that sends B items to humans and the rest to the cheapest LLM (ours).
+    extra_arm_rule : how phase 3 picks the arm for an item's extra annotation. "paper":
+        the routing rule of phase 2 (epsilon-greedy on q, escalation below tau_H).
+        "value" (ours, default): with probability epsilon_t explore an LLM; otherwise
+        take the arm with the most expected errors fixed per unit of money, with
+        p = estimated correctness of the item's current label (q of its best agreeing
+        answer): human (1 - p) / c_H; LLM b (1 - p) q_b / (c_b + P_dis c_H), where
+        P_dis = (1 - p) q_b + p (1 - q_b) is the chance that b disagrees and so sends
+        the item to a human. Cheap second opinions win when LLMs are good; humans win
+        when LLMs are weak.
+    phase2_rule : "lagrangian" (ours, default): with probability epsilon_t explore an LLM;
+        otherwise take argmax over LLMs and the human of q_a - lambda c_a / c_H, the human
+        scoring ``human_quality``, with the shadow price lambda set once by bisection so
+        that the planned phase-2 spend fits its money (the Lagrangian relaxation of the
+        budgeted assignment); an LLM whose q is below tau_H is still escalated. "paper":
+        epsilon-greedy on q - cost_penalty c_a / c_H, escalation below tau_H (adaptive if
+        ``adaptive_tau``).
+    human_quality : expected quality of a human label used by the Lagrangian rule (1.0).
     batch_size : phase-2 requests sent together (concurrency for live sources).
     """
 
@@ -117,9 +146,9 @@ class QuorumRouter(Router):
         prior_mean_human: float = 0.3,
         prior_var_human: float = 0.5,
         prior_var_llm: float = 1.0,
-        reward_noise: float = 0.25,
+        reward_noise: float = 1.0,
         budget_prior_var: float = 1e-3,
-        reserve_share: float = 0.8,
+        reserve_share: float = 0.5,
         pacing: bool = True,
         cost_penalty: float = 1.0,
         escalate_disagreement: bool = True,
@@ -127,10 +156,15 @@ class QuorumRouter(Router):
         include_bias: bool = True,
         priority_refresh: int = 64,
         auditor_space: str = "embedding",
-        auditor_rule: str = "centroid",
+        auditor_rule: str = "knn",
         auditor_k: int = 10,
         summary_error_quantile: float = 0.5,
         spend_leftover: bool = True,
+        adaptive_tau: bool = True,
+        auditor_cost_match: bool = True,
+        extra_arm_rule: str = "value",
+        phase2_rule: str = "lagrangian",
+        human_quality: float = 1.0,
         batch_size: int = 256,
     ) -> None:
         self.tau_h = tau_h
@@ -159,6 +193,11 @@ class QuorumRouter(Router):
         self.auditor_k = auditor_k
         self.summary_error_quantile = summary_error_quantile
         self.spend_leftover = spend_leftover
+        self.adaptive_tau = adaptive_tau
+        self.auditor_cost_match = auditor_cost_match
+        self.extra_arm_rule = extra_arm_rule
+        self.phase2_rule = phase2_rule
+        self.human_quality = human_quality
         self.batch_size = batch_size
         self._validate()
 
@@ -179,6 +218,10 @@ class QuorumRouter(Router):
             raise ValueError("vote weights must be > 0")
         if self.auditor_space not in ("embedding", "features"):
             raise ValueError("auditor_space must be 'embedding' or 'features'")
+        if self.phase2_rule not in ("lagrangian", "paper"):
+            raise ValueError("phase2_rule must be 'lagrangian' or 'paper'")
+        if self.extra_arm_rule not in ("value", "paper"):
+            raise ValueError("extra_arm_rule must be 'value' or 'paper'")
         if self.auditor_rule not in ("centroid", "knn"):
             raise ValueError("auditor_rule must be 'centroid' or 'knn'")
         if self.auditor_k < 1:
@@ -295,7 +338,7 @@ class _Run:
             "epsilon": self.policy.epsilon(self.step),
             "b_t": float(x[self.m]) if x is not None else np.nan,
             "p_t": float(x[self.m + 1]) if x is not None else np.nan,
-            "price": self.rec.price(arm),
+            "price": self.rec.price(arm) if arm != "-" else 0.0,
             "budget_left": self.budget.remaining,
             "priority": priority,
         }
@@ -434,12 +477,20 @@ class _Run:
         planned_left = self.budget.remaining  # b_t from planned prices (outcome-independent)
         extra_spent = 0.0
         pending: list[tuple[int, str]] = []
+        lam = self._shadow_price(rest, working) if cfg.phase2_rule == "lagrangian" else 0.0
+        self.info["shadow_price"] = lam
         for j, t in enumerate(rest):
             b = max(0.0, planned_left / self.budget.limit)
             x = self.context(t, b, (len(cal) + j) / T, np.zeros(self.K))
             q = self.q_values(x)
             allow = working * (j + 1) / n_rest if cfg.pacing else working
             allow -= extra_spent
+            # paper rule: escalations may pace on all the spare money, not only the working
+            # share; the Lagrangian rule planned its humans inside the working share
+            if cfg.phase2_rule == "paper":
+                allow_h = (spare * (j + 1) / n_rest if cfg.pacing else spare) - extra_spent
+            else:
+                allow_h = allow
             keep = (n_rest - j - 1) * self.c_min
             fits = [
                 k
@@ -450,14 +501,24 @@ class _Run:
             if not fits:
                 fits = [int(np.argmin(self.c))] if planned_left - self.c_min >= keep - _EPS else []
             human_ok = (
-                self.c_h - self.c_min <= allow + _EPS
+                self.c_h - self.c_min <= allow_h + _EPS
                 and planned_left - self.c_h >= keep - _EPS
                 and self.budget.can_afford(self.c_h, human=True)
             )
-            scores = q[fits] - cfg.cost_penalty * self.c[fits] / self.c_h
-            k, mode = self.policy.select(
-                q[fits], len(cal) + j, self.rng, human_allowed=human_ok, scores=scores
-            )
+            if cfg.phase2_rule == "lagrangian":
+                k, mode = self._lagrangian_choice(q, fits, human_ok, lam, len(cal) + j)
+            else:
+                scores = q[fits] - cfg.cost_penalty * self.c[fits] / self.c_h
+                policy = self.policy
+                if cfg.adaptive_tau and n_rest:
+                    per_item = max(0.0, spare - extra_spent) / max(1, n_rest - j)
+                    ratio = min(1.0, per_item / max(self.c_h - self.c_min, _EPS))
+                    policy = EpsilonGreedyPolicy(
+                        cfg.epsilon0, cfg.gamma, cfg.tau_h + (1.0 - cfg.tau_h) * ratio
+                    )
+                k, mode = policy.select(
+                    q[fits], len(cal) + j, self.rng, human_allowed=human_ok, scores=scores
+                )
             if k is None and mode == "none":
                 self._log(t, "route", "-", "unaffordable", x, q)
                 continue
@@ -480,6 +541,63 @@ class _Run:
         # Phase 3: extra annotations by priority ------------------------------
         if cfg.max_annotations > 1:
             self.refine()
+
+    def _shadow_price(self, rest: list[int], working: float) -> float:
+        """lambda such that giving each item argmax_a (q_a - lambda c_a / c_H) fits the money.
+
+        The human is an arm with quality ``human_quality``. This is the Lagrangian relaxation
+        of "maximise the summed expected quality subject to the phase-2 budget".
+        """
+        cfg = self.cfg
+        if not rest:
+            return 0.0
+        b = self.budget.remaining_fraction
+        X = np.hstack(
+            [
+                self.phi[rest],
+                np.full((len(rest), 1), b),
+                np.full((len(rest), 1), 0.5),
+                np.zeros((len(rest), self.K)),
+                *([np.ones((len(rest), 1))] if cfg.include_bias else []),
+            ]
+        )
+        Q = np.column_stack([X @ self.post[a].mean_ for a in self.llm_names])
+        Q = np.column_stack([Q, np.full(len(rest), cfg.human_quality)])
+        price = np.append(self.c, self.c_h) / self.c_h
+        money = len(rest) * self.c_min + working
+
+        def cost(lam: float) -> float:
+            pick = np.argmax(Q - lam * price, axis=1)
+            return float(price[pick].sum() * self.c_h)
+
+        lo, hi = 0.0, 1.0
+        while cost(hi) > money and hi < 1e6:
+            hi *= 2.0
+        if cost(lo) <= money:
+            return 0.0
+        for _ in range(50):
+            mid = (lo + hi) / 2.0
+            if cost(mid) > money:
+                lo = mid
+            else:
+                hi = mid
+        return hi
+
+    def _lagrangian_choice(
+        self, q: np.ndarray, fits: list[int], human_ok: bool, lam: float, t: int
+    ) -> tuple[int | None, str]:
+        cfg = self.cfg
+        if not fits:
+            return (None, "escalate") if human_ok else (None, "none")
+        if self.rng.random() < self.policy.epsilon(t):
+            return int(self.rng.integers(len(fits))), "explore"
+        scores = q[fits] - lam * self.c[fits] / self.c_h
+        best = int(np.argmax(scores))
+        if human_ok and cfg.human_quality - lam > scores[best]:
+            return None, "shadow-price"
+        if human_ok and float(q[fits][best]) < cfg.tau_h:
+            return None, "escalate"
+        return best, "exploit"
 
     def _flush(self, pending: list[tuple[int, str]]) -> None:
         if pending:
@@ -546,10 +664,18 @@ class _Run:
             _, agr, n = self.aggregate(t)
             if cfg.escalate_disagreement and human_ok and n >= 2 and not self.agg.consensus(agr, n):
                 k, mode = None, "disagreement"
+            elif cfg.extra_arm_rule == "value":
+                k, mode = self._value_choice(t, q, fits, human_ok)
             else:
                 qs = q[fits] if fits else np.array([])
                 scores = qs - cfg.cost_penalty * self.c[fits] / self.c_h if fits else None
-                k, mode = self.policy.select(
+                policy = self.policy
+                if cfg.adaptive_tau:
+                    need = max(1.0, float(open_.sum())) * self.c_h
+                    ratio = min(1.0, self.budget.remaining / need)
+                    tau_t = cfg.tau_h + (1.0 - cfg.tau_h) * ratio
+                    policy = EpsilonGreedyPolicy(cfg.epsilon0, cfg.gamma, tau_t)
+                k, mode = policy.select(
                     qs, self.step, self.rng, human_allowed=human_ok, scores=scores
                 )
             arm = self.human if k is None else self.llm_names[fits[k]]
@@ -583,6 +709,30 @@ class _Run:
                 recompute()
         if cfg.spend_leftover:
             self.leftover_humans(n_asked)
+
+    def _value_choice(
+        self, t: int, q: np.ndarray, fits: list[int], human_ok: bool
+    ) -> tuple[int | None, str]:
+        """Expected errors fixed per unit of money (see ``extra_arm_rule``)."""
+        if fits and self.rng.random() < self.policy.epsilon(self.step):
+            return int(self.rng.integers(len(fits))), "explore"
+        qc = np.clip(q, 0.0, 1.0)
+        outs = self.outputs(t)
+        y, _, _ = self.aggregate(t)
+        agree = [k for k, a in enumerate(self.llm_names) if a in outs and outs[a] == y]
+        p = float(qc[agree].max()) if agree else 0.0
+        best_k, best_v, mode = None, -np.inf, "value"
+        if human_ok:
+            best_v = (1.0 - p) / self.c_h
+        for j, k in enumerate(fits):
+            qb = float(qc[k])
+            p_dis = (1.0 - p) * qb + p * (1.0 - qb)
+            v = (1.0 - p) * qb / (self.c[k] + p_dis * self.c_h)
+            if v > best_v:
+                best_k, best_v = j, v
+        if best_k is None and not human_ok:
+            return (0, "value") if fits else (None, "none")
+        return best_k, mode
 
     def leftover_humans(self, n_asked: np.ndarray) -> None:
         """Money left after refinement buys human labels, highest priority first."""
@@ -654,20 +804,27 @@ class _Run:
         self.info["calibration_errors"] = len(errs)
         rest = np.array([t for t in order[n_cal:]], dtype=int)
         n_h = B - len(cal)
+        c_min = float(self.c.min())
+        if cfg.auditor_cost_match and len(cal) and self.c_h > c_min:
+            give_up = math.ceil(len(cal) * c_min / (self.c_h - c_min) - 1e-9)
+            n_h = max(0, n_h - give_up)
+            self.info["human_labels_given_up"] = give_up
         space = self.p.embeddings if cfg.auditor_space == "embedding" else None
         if space is None:
             space = self.phi
-        if cfg.auditor_rule == "knn" and len(errs) >= 1 and len(rest) and len(sims) >= 2:
+        if cfg.auditor_rule == "knn" and len(errs) >= 1 and len(rest):
             judged = np.array([t for t, _ in sims])
             is_err = np.isin(judged, errs).astype(float)
-            k = min(cfg.auditor_k, len(judged))
+            k = max(1, min(cfg.auditor_k, len(judged) // 4))
             if cfg.auditor_space == "embedding":
                 d = 1.0 - space[rest] @ space[judged].T
             else:
                 d = np.linalg.norm(space[rest][:, None, :] - space[judged][None], axis=2)
             nn = np.argpartition(d, k - 1, axis=1)[:, :k]
             score = is_err[nn].mean(axis=1)
-            rest = rest[np.argsort(-score, kind="stable")]
+            # ties (common with few calibration items) go to the items nearest the errors
+            tie = d[:, is_err > 0].min(axis=1)
+            rest = rest[np.lexsort((tie, -score))]
             self.info["auditor_order"] = "knn-error-rate"
         elif len(errs) >= 2 and len(rest):
             centroid = space[errs].mean(axis=0)

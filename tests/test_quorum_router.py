@@ -1,0 +1,260 @@
+"""QUORUM router mechanics on small hand-made problems (synthetic: mechanics only)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from quorum.data.schema import AnnotatorSpec, Dataset, TaskSpec
+from quorum.routing.base import RoutingProblem
+from quorum.routing.budget import Budget
+from quorum.routing.quorum import QuorumRouter, mahalanobis_uncertainty
+from quorum.routing.replay import RecordedSource
+
+
+def make_dataset(n=60, seed=0, acc=(0.6, 0.8, 0.9), prices=(0.01, 0.03, 0.05), labels="AB"):
+    rng = np.random.default_rng(seed)
+    labels = list(labels)
+    gold = rng.choice(labels, size=n)
+    items = pd.DataFrame({"item_id": [f"i{t}" for t in range(n)], "text": ["x"] * n})
+    items["gold"] = gold
+    rows = []
+    names = [f"llm{k}" for k in range(len(acc))]
+    for name, a in zip(names, acc, strict=True):
+        for t in range(n):
+            right = rng.random() < a
+            out = gold[t] if right else rng.choice([y for y in labels if y != gold[t]])
+            rows.append({"item_id": f"i{t}", "annotator": name, "output": out})
+    task = TaskSpec(
+        name="toy",
+        type="classification",
+        labels=labels,
+        annotators=[AnnotatorSpec(name=nm, price=p) for nm, p in zip(names, prices, strict=True)],
+    )
+    return Dataset(task, items, pd.DataFrame(rows))
+
+
+def problem_for(ds, setting="dollars", human_budget=None, seed=0, m=4):
+    rng = np.random.default_rng(seed + 100)
+    n = ds.n_items
+    emb = rng.normal(size=(n, 8))
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    return RoutingProblem(
+        task=ds.task,
+        item_ids=ds.items["item_id"].to_numpy(),
+        phi=rng.random((n, m)),
+        embeddings=emb,
+        setting=setting,
+        human_budget=human_budget,
+    )
+
+
+def run(ds, setting="dollars", frac=0.3, seed=0, **params):
+    T = ds.n_items
+    if setting == "auditor":
+        n_h = round(frac * T)
+        prob = problem_for(ds, "auditor", n_h)
+        budget = Budget(n_h * 0.1 + T * 0.01, human_limit=n_h)
+    else:
+        prob = problem_for(ds)
+        budget = Budget(frac * T * 0.1)
+    res = QuorumRouter(**params).route(prob, RecordedSource(ds), budget, seed=seed)
+    return res, budget
+
+
+def test_mahalanobis_picks_the_outlier():
+    phi = np.zeros((20, 2))
+    phi[:, 0] = np.linspace(0, 1, 20)
+    phi[:, 1] = np.linspace(0, 1, 20) ** 2
+    phi[7] = [0.9, 0.0]  # far from the curve the others lie on
+    u = mahalanobis_uncertainty(phi)
+    assert int(np.argmax(u)) == 7
+
+
+def test_dollars_run_is_deterministic_per_seed():
+    ds = make_dataset(80)
+    a, _ = run(ds, seed=3)
+    b, _ = run(ds, seed=3)
+    c, _ = run(ds, seed=4)
+    pd.testing.assert_frame_equal(a.labels, b.labels)
+    pd.testing.assert_frame_equal(a.annotations, b.annotations)
+    assert a.trace["arm"].tolist() == b.trace["arm"].tolist()
+    assert a.trace["arm"].tolist() != c.trace["arm"].tolist()
+
+
+def test_auditor_run_is_deterministic_per_seed():
+    ds = make_dataset(80)
+    a, _ = run(ds, "auditor", 0.3, seed=1)
+    b, _ = run(ds, "auditor", 0.3, seed=1)
+    pd.testing.assert_frame_equal(a.labels, b.labels)
+
+
+def test_every_item_is_labelled_and_calibration_uses_humans():
+    ds = make_dataset(100)
+    res, budget = run(ds, frac=0.5)
+    assert res.labels["output"].notna().all()
+    cal = res.annotations[res.annotations["phase"] == "calibration"]
+    # calibration items get the human and every LLM
+    per_item = cal.groupby("item_id")["annotator"].nunique()
+    assert (per_item == 4).all() and len(per_item) == res.info["n_calibration"] > 0
+    # calibration spends about calibration_share of the money (Algorithm 1, money reading)
+    assert cal["cost"].sum() <= 0.2 * budget.limit + 1e-9
+    assert res.cost <= budget.limit + 1e-9
+    assert res.trace is not None and {"q:llm0", "q:llm1", "q:llm2"} <= set(res.trace.columns)
+
+
+def test_at_most_max_annotations_per_item_outside_calibration():
+    ds = make_dataset(120)
+    for m in (1, 2, 3):
+        res, _ = run(ds, frac=0.7, max_annotations=m, spend_leftover=False)
+        ann = res.annotations
+        ann = ann[ann["phase"] != "calibration"]
+        assert ann.groupby("item_id").size().max() <= m
+
+
+def test_budget_below_one_annotation_annotates_nothing():
+    ds = make_dataset(20)
+    prob = problem_for(ds)
+    res = QuorumRouter().route(prob, RecordedSource(ds), Budget(0.005), seed=0)
+    assert res.cost == 0 and res.labels["output"].isna().all()
+    assert "budget below one annotation" in res.info["note"]
+
+
+def test_disagreement_goes_to_the_human():
+    # llm0 and llm1 always disagree, the human settles every item they were both asked on
+    n = 40
+    items = pd.DataFrame({"item_id": [str(t) for t in range(n)], "text": ["x"] * n})
+    items["gold"] = "A"
+    ann = pd.DataFrame(
+        [{"item_id": str(t), "annotator": "llm0", "output": "A"} for t in range(n)]
+        + [{"item_id": str(t), "annotator": "llm1", "output": "B"} for t in range(n)]
+    )
+    task = TaskSpec(
+        name="d",
+        type="classification",
+        labels=["A", "B"],
+        annotators=[AnnotatorSpec(name="llm0", price=0.01), AnnotatorSpec(name="llm1", price=0.01)],
+    )
+    ds = Dataset(task, items, ann)
+    prob = problem_for(ds)
+    router = QuorumRouter(
+        calibration_share=0.0,
+        epsilon0=0.0,
+        tau_h=0.0,
+        human_quality=0.0,  # phase 2 never picks the human directly
+        extra_arm_rule="paper",
+        adaptive_tau=False,  # phase 3 asks the other LLM, never the human first
+    )
+    res = router.route(prob, RecordedSource(ds), Budget(n * 0.2), seed=0)
+    lab = res.labels.set_index("item_id")
+    both = lab["annotators"].str.contains("llm0") & lab["annotators"].str.contains("llm1")
+    assert both.any()
+    assert lab.loc[both, "human"].all()
+    assert (lab.loc[both, "output"] == "A").all()
+
+
+def test_auditor_by_hand():
+    """T = 10, B = 5, calibration 0.2 * 5 = 1 item; the cheapest LLM is wrong on a cluster.
+
+    Items 0-4 sit at one point of the embedding space, items 5-9 at another; the cheap LLM
+    is wrong exactly on items 0-4. Whichever item is drawn for calibration, the human
+    labels must go to the cluster that contains the error (if the calibration item is an
+    error) and the total cost must be B c_H + (T - B) c_min at most.
+    """
+    T = 10
+    items = pd.DataFrame({"item_id": [str(t) for t in range(T)], "text": ["x"] * T})
+    items["gold"] = "A"
+    cheap = ["B"] * 5 + ["A"] * 5
+    ann = pd.DataFrame(
+        [{"item_id": str(t), "annotator": "cheap", "output": cheap[t]} for t in range(T)]
+        + [{"item_id": str(t), "annotator": "dear", "output": "A"} for t in range(T)]
+    )
+    task = TaskSpec(
+        name="h",
+        type="classification",
+        labels=["A", "B"],
+        annotators=[
+            AnnotatorSpec(name="cheap", price=0.01),
+            AnnotatorSpec(name="dear", price=0.05),
+        ],
+    )
+    ds = Dataset(task, items, ann)
+    emb = np.array([[1.0, 0.0]] * 5 + [[0.0, 1.0]] * 5)
+    for seed in range(10):
+        prob = RoutingProblem(
+            task=task,
+            item_ids=items["item_id"].to_numpy(),
+            phi=np.zeros((T, 2)),
+            embeddings=emb,
+            setting="auditor",
+            human_budget=5,
+        )
+        budget = Budget(5 * 0.1 + T * 0.01, human_limit=5)
+        res = QuorumRouter(auditor_cost_match=False).route(
+            prob, RecordedSource(ds), budget, seed=seed
+        )
+        lab = res.labels.set_index("item_id")
+        assert res.human_labels == 5
+        assert (lab["output"] == lab.index.map(lambda _: "A")).sum() >= 5
+        cal_item = res.annotations.query("phase == 'calibration'")["item_id"].iloc[0]
+        if int(cal_item) < 5:  # an error was seen: the whole error cluster gets humans
+            assert lab.loc[[str(t) for t in range(5)], "human"].all()
+            assert (lab["output"] == "A").all()
+        # nobody calls the dearer LLM in the auditor setting
+        assert "dear" not in set(res.annotations["annotator"])
+        # cost: 5 humans + cheap LLM on the calibration item and the 5 LLM items
+        assert res.cost == pytest.approx(5 * 0.1 + 6 * 0.01)
+
+
+def test_auditor_cost_match_never_costs_more_than_the_plain_allocation():
+    ds = make_dataset(200)
+    for frac in (0.1, 0.3, 0.5, 0.7):
+        res, _ = run(ds, "auditor", frac)
+        n_h = round(frac * 200)
+        assert res.cost <= n_h * 0.1 + (200 - n_h) * 0.01 + 1e-9
+        assert res.human_labels <= n_h
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    frac=st.floats(0.0, 1.0),
+    prices=st.lists(st.floats(0.001, 0.2), min_size=1, max_size=3),
+    human_price=st.floats(0.01, 0.5),
+    setting=st.sampled_from(["dollars", "auditor"]),
+    seed=st.integers(0, 10_000),
+    params=st.fixed_dictionaries(
+        {
+            "calibration_share": st.floats(0, 1),
+            "reserve_share": st.floats(0, 1),
+            "max_annotations": st.integers(1, 4),
+            "tau_h": st.floats(0, 1),
+            "phase2_rule": st.sampled_from(["lagrangian", "paper"]),
+            "extra_arm_rule": st.sampled_from(["value", "paper"]),
+        }
+    ),
+)
+def test_budget_never_exceeded(frac, prices, human_price, setting, seed, params):
+    n = 30
+    acc = [0.7] * len(prices)
+    ds = make_dataset(n, seed=seed % 7, acc=acc, prices=prices)
+    task = ds.task.model_copy(update={"human_price": human_price})
+    ds = Dataset(task, ds.items, ds.annotations)
+    if setting == "auditor":
+        n_h = round(frac * n)
+        prob = problem_for(ds, "auditor", n_h)
+        limit = n_h * human_price + n * min(prices)
+        budget = Budget(limit, human_limit=n_h)
+    else:
+        prob = problem_for(ds)
+        limit = frac * n * human_price
+        budget = Budget(limit)
+    res = QuorumRouter(**params).route(prob, RecordedSource(ds), budget, seed=seed)
+    assert res.cost <= limit + 1e-6
+    assert math.isclose(res.annotations["cost"].sum(), res.cost, abs_tol=1e-6)
+    if setting == "auditor":
+        assert res.human_labels <= n_h
