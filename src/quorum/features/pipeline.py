@@ -1,0 +1,302 @@
+"""phi(d_t) for a whole dataset: linguistic features + kNN cosine distances, normalised.
+
+``phi(d_t) = scale([linguistic(d_t) (6), distances to the k nearest other items (k)])``
+(paper, sec. 3.1), with a content-keyed disk cache so a second run on the same texts loads
+the numbers without loading spaCy or the embedding model.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from quorum.features.cache import PIPELINE_VERSION, FeatureCache, cache_key
+from quorum.features.context import FeatureScaler
+from quorum.features.embeddings import embedder_name, get_embedder
+from quorum.features.linguistic import (
+    LINGUISTIC_FEATURES,
+    detect_language,
+    linguistic_features,
+    normalise_language,
+)
+from quorum.features.neighbours import knn_query, knn_search
+
+if TYPE_CHECKING:
+    from quorum.data.schema import Dataset
+
+
+def feature_names(k: int = 5) -> list[str]:
+    """``avg_word_length, ..., verb_ratio, knn_dist_1, ..., knn_dist_k``."""
+    return [*LINGUISTIC_FEATURES, *(f"knn_dist_{j + 1}" for j in range(k))]
+
+
+@dataclass
+class FeatureSet:
+    """Features of n items. ``raw`` and ``phi`` are (n, 6 + k), ``embeddings`` (n, d).
+
+    ``raw`` is unnormalised (NaN where a feature is undefined, e.g. Japanese word length);
+    ``phi`` is ``raw`` through the fitted :class:`FeatureScaler`, in [0, 1] without NaN.
+    ``neighbours`` (n, k) are the row indices behind the distances (-1 = none).
+    ``timings`` holds seconds for ``linguistic``, ``embedding``, ``knn``, ``scaling``,
+    ``total`` and ``cached`` (True when read from the disk cache).
+    """
+
+    raw: np.ndarray
+    phi: np.ndarray
+    embeddings: np.ndarray
+    names: list[str]
+    language: str
+    neighbours: np.ndarray
+    model: str
+    languages: list[str] = field(default_factory=list)
+    scaler: FeatureScaler | None = None
+    timings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_items(self) -> int:
+        return len(self.raw)
+
+    @property
+    def k(self) -> int:
+        return self.neighbours.shape[1]
+
+    def to_frame(self, normalised: bool = True, index: Sequence | None = None) -> pd.DataFrame:
+        """``phi`` (or ``raw``) as a DataFrame with the feature names as columns."""
+        return pd.DataFrame(self.phi if normalised else self.raw, columns=self.names, index=index)
+
+    def summary(self) -> pd.DataFrame:
+        """Per-feature mean, std, min, max of ``raw`` and mean of ``phi`` (NaN ignored)."""
+        raw = self.to_frame(normalised=False)
+        out = pd.DataFrame(
+            {"mean": raw.mean(), "std": raw.std(ddof=0), "min": raw.min(), "max": raw.max()}
+        )
+        out["phi_mean"] = self.phi.mean(axis=0) if self.n_items else np.nan
+        return out
+
+
+class _Bars:
+    """A rich progress display, or nothing when disabled / not a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self._progress = None
+
+    @contextmanager
+    def task(self, label: str, total: int) -> Iterator[Any]:
+        if not self.enabled or total == 0:
+            yield None
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        ) as prog:
+            tid = prog.add_task(label, total=total)
+            yield lambda n: prog.advance(tid, n)
+
+
+class FeatureExtractor:
+    """Computes phi(d_t) for a dataset of texts.
+
+    Parameters: ``k`` neighbours; ``language`` ("auto", a code such as "en", "es", "ca",
+    "ja", or one code per text); ``cache`` on/off and ``cache_dir`` (default
+    ``$QUORUM_CACHE_DIR`` or ``~/.cache/quorum``); ``show_progress``; ``batch_size`` for
+    spaCy and the embedder; ``lower``/``upper`` percentiles of the scaler; ``n_threads``
+    for faiss.
+
+    After ``fit``/``fit_transform``: ``feature_set_``, ``scaler_``, ``embeddings_``,
+    ``language_``, ``model_``.
+    """
+
+    def __init__(
+        self,
+        k: int = 5,
+        language: str | Sequence[str] = "auto",
+        cache: bool = True,
+        cache_dir: str | None = None,
+        show_progress: bool = True,
+        batch_size: int = 64,
+        lower: float = 1.0,
+        upper: float = 99.0,
+        n_threads: int = 2,
+    ) -> None:
+        self.k = k
+        self.language = language
+        self.cache = cache
+        self.cache_dir = cache_dir
+        self.show_progress = show_progress
+        self.batch_size = batch_size
+        self.lower = lower
+        self.upper = upper
+        self.n_threads = n_threads
+
+    # -- language -----------------------------------------------------------
+    def _languages(self, texts: list[str], language: str | Sequence[str] | None) -> list[str]:
+        lang = self.language if language is None else language
+        if isinstance(lang, str):
+            if lang.strip().lower() == "auto":
+                return detect_language(texts)
+            return [normalise_language(lang)] * len(texts)
+        langs = [normalise_language(x) for x in lang]
+        if len(langs) != len(texts):
+            raise ValueError(f"got {len(langs)} languages for {len(texts)} texts")
+        return langs
+
+    # -- main entry points ---------------------------------------------------
+    def fit_transform(
+        self, texts: Sequence[str], language: str | Sequence[str] | None = None
+    ) -> FeatureSet:
+        """Features of ``texts``; kNN among these texts; the scaler is fit on them."""
+        if self.k < 1:
+            raise ValueError(f"k must be >= 1, got {self.k}")
+        t0 = time.perf_counter()
+        texts = ["" if t is None else str(t) for t in texts]
+        langs = self._languages(texts, language)
+        uniq = sorted(set(langs))
+        lang_label = "+".join(uniq) if uniq else "en"
+        model = embedder_name(langs if langs else "en")
+        timings: dict[str, Any] = dict.fromkeys(("linguistic", "embedding", "knn"), 0.0)
+
+        store = FeatureCache(self.cache_dir) if self.cache else None
+        key = cache_key(texts, model=model, language=langs, k=self.k) if store else ""
+        hit = store.load(key, n=len(texts)) if store else None
+        if hit is not None:
+            ling, emb = hit["linguistic"], hit["embeddings"]
+            dist, nbr = hit["distances"], hit["neighbours"]
+            timings["load"] = time.perf_counter() - t0
+        else:
+            bars = _Bars(self.show_progress)
+            t = time.perf_counter()
+            with bars.task("linguistic features", len(texts)) as prog:
+                ling = linguistic_features(texts, langs, self.batch_size, prog)
+            timings["linguistic"] = time.perf_counter() - t
+            t = time.perf_counter()
+            embedder = get_embedder(langs if langs else "en")
+            with bars.task(f"embedding ({embedder.name})", len(texts)) as prog:
+                emb = embedder.encode(texts, batch_size=self.batch_size, progress=prog)
+            timings["embedding"] = time.perf_counter() - t
+            t = time.perf_counter()
+            dist, nbr = knn_search(emb, self.k, self.n_threads)
+            timings["knn"] = time.perf_counter() - t
+            if store:
+                meta = {
+                    "version": PIPELINE_VERSION,
+                    "model": model,
+                    "k": self.k,
+                    "language": lang_label,
+                    "n": len(texts),
+                }
+                store.save(
+                    key,
+                    {"embeddings": emb, "linguistic": ling, "distances": dist, "neighbours": nbr},
+                    meta,
+                )
+
+        t = time.perf_counter()
+        raw = np.hstack([ling, dist.astype(np.float64)])
+        self.scaler_ = FeatureScaler(self.lower, self.upper).fit(raw)
+        phi = self.scaler_.transform(raw)
+        timings["scaling"] = time.perf_counter() - t
+        timings["total"] = time.perf_counter() - t0
+        timings["cached"] = hit is not None
+
+        self.embeddings_ = emb
+        self.language_ = langs
+        self.model_ = model
+        self.feature_set_ = FeatureSet(
+            raw=raw,
+            phi=phi,
+            embeddings=emb,
+            names=feature_names(self.k),
+            language=lang_label,
+            neighbours=nbr,
+            model=model,
+            languages=langs,
+            scaler=self.scaler_,
+            timings=timings,
+        )
+        return self.feature_set_
+
+    def fit(
+        self, texts: Sequence[str], language: str | Sequence[str] | None = None
+    ) -> FeatureExtractor:
+        self.fit_transform(texts, language)
+        return self
+
+    def transform(
+        self, texts: Sequence[str], language: str | Sequence[str] | None = None
+    ) -> FeatureSet:
+        """Features of *new* texts: kNN against the fitted items, the fitted scaler. No cache."""
+        if not hasattr(self, "scaler_"):
+            raise RuntimeError("call fit or fit_transform before transform")
+        t0 = time.perf_counter()
+        texts = ["" if t is None else str(t) for t in texts]
+        if language is None and not isinstance(self.language, str):
+            language = "auto"  # a per-item list belongs to the fitted texts
+        langs = self._languages(texts, language)
+        timings: dict[str, Any] = {}
+        t = time.perf_counter()
+        ling = linguistic_features(texts, langs, self.batch_size)
+        timings["linguistic"] = time.perf_counter() - t
+        t = time.perf_counter()
+        embedder = get_embedder(self.language_ or "en")  # same space as the fitted items
+        emb = embedder.encode(texts, batch_size=self.batch_size)
+        timings["embedding"] = time.perf_counter() - t
+        t = time.perf_counter()
+        dist, nbr = knn_query(self.embeddings_, emb, self.k, self.n_threads)
+        timings["knn"] = time.perf_counter() - t
+        raw = np.hstack([ling, dist.astype(np.float64)])
+        phi = self.scaler_.transform(raw)
+        timings["total"] = time.perf_counter() - t0
+        timings["cached"] = False
+        uniq = sorted(set(langs))
+        return FeatureSet(
+            raw=raw,
+            phi=phi,
+            embeddings=emb,
+            names=feature_names(self.k),
+            language="+".join(uniq) if uniq else "en",
+            neighbours=nbr,
+            model=embedder.name,
+            languages=langs,
+            scaler=self.scaler_,
+            timings=timings,
+        )
+
+
+def dataset_languages(dataset: Dataset) -> str | list[str]:
+    """Per-item ``items.language`` when every item has one, else ``task.language``."""
+    items = dataset.items
+    if "language" in items.columns and items["language"].notna().all() and len(items):
+        return [str(x) for x in items["language"]]
+    return dataset.task.language
+
+
+def extract_dataset_features(dataset: Dataset, **kwargs: Any) -> FeatureSet:
+    """phi for ``dataset.items["text"]`` (row order kept) in the dataset's language.
+
+    ``kwargs`` go to :class:`FeatureExtractor` (e.g. ``k``, ``cache``, ``show_progress``).
+    """
+    kwargs.setdefault("language", dataset_languages(dataset))
+    return FeatureExtractor(**kwargs).fit_transform(dataset.items["text"].tolist())
