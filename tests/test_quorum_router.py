@@ -258,3 +258,16 @@ def test_budget_never_exceeded(frac, prices, human_price, setting, seed, params)
     assert math.isclose(res.annotations["cost"].sum(), res.cost, abs_tol=1e-6)
     if setting == "auditor":
         assert res.human_labels <= n_h
+
+
+def test_dead_arm_is_left_out():
+    ds = make_dataset(60)
+
+    class HalfDead(RecordedSource):
+        def is_available(self, annotator: str) -> bool:
+            return annotator != "llm1"
+
+    prob = problem_for(ds)
+    res = QuorumRouter(calibration_share=0.0).route(prob, HalfDead(ds), Budget(60 * 0.05), seed=0)
+    assert "llm1" not in set(res.annotations["annotator"])
+    assert res.labels["output"].notna().all()

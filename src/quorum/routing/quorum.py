@@ -314,6 +314,11 @@ class _Run:
         names += [f"m:{a}" for a in self.llm_names]
         return names + (["bias"] if self.cfg.include_bias else [])
 
+    def alive(self, k: int) -> bool:
+        """False once a live source has declared arm k's endpoint dead."""
+        check = getattr(self.source, "is_available", None)
+        return True if check is None else bool(check(self.llm_names[k]))
+
     def q_values(self, x: np.ndarray) -> np.ndarray:
         return np.array([self.post[a].pull(x) for a in self.llm_names])
 
@@ -497,9 +502,11 @@ class _Run:
                 for k in range(self.K)
                 if self.c[k] - self.c_min <= allow + _EPS
                 and planned_left - self.c[k] >= keep - _EPS
+                and self.alive(k)
             ]
             if not fits:
-                fits = [int(np.argmin(self.c))] if planned_left - self.c_min >= keep - _EPS else []
+                live = [k for k in np.argsort(self.c, kind="stable") if self.alive(int(k))]
+                fits = [int(live[0])] if live and planned_left - self.c_min >= keep - _EPS else []
             human_ok = (
                 self.c_h - self.c_min <= allow_h + _EPS
                 and planned_left - self.c_h >= keep - _EPS
@@ -606,7 +613,7 @@ class _Run:
 
     def _open_arms(self, t: int) -> tuple[list[int], bool]:
         asked = self.rec.asked(self.ids[t])
-        llms = [k for k, a in enumerate(self.llm_names) if a not in asked]
+        llms = [k for k, a in enumerate(self.llm_names) if a not in asked and self.alive(k)]
         return llms, self.human not in asked
 
     def refine(self) -> None:
