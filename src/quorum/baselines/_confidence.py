@@ -29,7 +29,7 @@ import numpy as np
 
 from quorum.baselines._common import human_cap
 from quorum.routing.base import AnnotationSource, Router, RoutingProblem
-from quorum.routing.budget import Budget, to_units
+from quorum.routing.budget import Budget, from_units, to_units
 from quorum.routing.recorder import CallRecorder
 
 ConfidenceMode = Literal["auto", "confidence", "entropy", "none"]
@@ -360,7 +360,7 @@ def plan_info(plan: ConfidencePlan, sig: Signals | None = None) -> dict:
 
 def extra_cost(plan: ConfidencePlan, n_items: int) -> float:
     """Money the uncertainty estimate costs on ``n_items`` (for the auditor money limit)."""
-    return plan.extra_units() * n_items / 1_000_000
+    return from_units(plan.extra_units() * n_items)
 
 
 class ConfidenceBaseline(Router):
