@@ -1,0 +1,283 @@
+"""Figures (matplotlib, Agg): cost vs quality with the Pareto frontier, quality vs budget,
+and the bandit dashboard of one QUORUM run."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from quorum.bench.results import main_stats
+from quorum.bench.runner import BenchRun
+from quorum.bench.tables import SETTINGS, method_name, pct
+
+COLORS = {
+    "random": "#9e9e9e",
+    "araida": "#8c564b",
+    "cdi": "#1f77b4",
+    "coannotating": "#2ca02c",
+    "hypac": "#9467bd",
+    "sant": "#ff7f0e",
+    "quorum": "#d62728",
+}
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"font.size": 8, "axes.titlesize": 9, "figure.dpi": 110})
+    return plt
+
+
+def _grid(n: int, ncols: int = 4) -> tuple[int, int]:
+    ncols = min(ncols, max(1, n))
+    return math.ceil(n / ncols), ncols
+
+
+def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Indices of the points no other point beats on both cost (lower) and quality (higher)."""
+    order = np.lexsort((-y, x))
+    front, best = [], -np.inf
+    for i in order:
+        if y[i] > best + 1e-12:
+            front.append(i)
+            best = y[i]
+    return np.array(front, dtype=int)
+
+
+def _ylabel(run: BenchRun, d: str) -> str:
+    info = run.info(d) or {}
+    return "ROUGE-1" if info.get("type") == "summarization" else "Accuracy"
+
+
+def pareto_figure(run: BenchRun, setting: str, path: Path) -> Path | None:
+    sec = run.config.section("main")
+    stats = main_stats(run)
+    if sec is None or stats.empty:
+        return None
+    st = stats[stats["setting"] == setting]
+    datasets = [d for d in sec.datasets if (st["dataset"] == d).any()]
+    if not datasets:
+        return None
+    plt = _plt()
+    nr, nc = _grid(len(datasets))
+    fig, axes = plt.subplots(nr, nc, figsize=(max(3.3 * nc, 8), 2.7 * nr + 0.6), squeeze=False)
+    for ax, d in zip(axes.flat, datasets, strict=False):
+        sub = st[st["dataset"] == d].dropna(subset=["q", "cost"])
+        for m in sec.methods:
+            ms = sub[sub["method"] == m]
+            for j, b in enumerate(sec.budgets):
+                p = ms[np.isclose(ms["budget"], b)]
+                if len(p):
+                    ax.scatter(
+                        p["cost"],
+                        p["q"],
+                        color=COLORS.get(m, "k"),
+                        marker=MARKERS[j % len(MARKERS)],
+                        s=28 if m == "quorum" else 18,
+                        edgecolor="k" if m == "quorum" else "none",
+                        linewidth=0.5,
+                        zorder=3,
+                    )
+        if len(sub):
+            x, y = sub["cost"].to_numpy(float), sub["q"].to_numpy(float)
+            f = pareto_front(x, y)
+            ax.step(x[f], y[f], where="post", color="k", lw=0.9, ls="--", zorder=2)
+        ax.set_title(d)
+        ax.set_xlabel("cost")
+        ax.set_ylabel(_ylabel(run, d))
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(datasets) :]:
+        ax.axis("off")
+    handles = [
+        plt.Line2D([], [], color=COLORS.get(m, "k"), marker="o", ls="", label=method_name(m))
+        for m in sec.methods
+    ]
+    handles += [
+        plt.Line2D(
+            [],
+            [],
+            color="k",
+            marker=MARKERS[j % len(MARKERS)],
+            ls="",
+            mfc="none",
+            label=f"budget {pct(b)}",
+        )
+        for j, b in enumerate(sec.budgets)
+    ]
+    handles.append(plt.Line2D([], [], color="k", ls="--", label="Pareto frontier"))
+    fig.legend(
+        handles=handles,
+        loc="lower center",
+        ncol=min(len(handles), 8),
+        frameon=False,
+        bbox_to_anchor=(0.5, 0.0),
+    )
+    fig.suptitle(f"Cost vs quality, {SETTINGS[setting].lower()} setting (mean over seeds)")
+    fig.tight_layout(rect=(0, 0.06 if nr > 1 else 0.12, 1, 0.97))
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def budget_figure(run: BenchRun, setting: str, path: Path) -> Path | None:
+    sec = run.config.section("main")
+    stats = main_stats(run)
+    if sec is None or stats.empty:
+        return None
+    st = stats[stats["setting"] == setting]
+    datasets = [d for d in sec.datasets if (st["dataset"] == d).any()]
+    if not datasets:
+        return None
+    plt = _plt()
+    nr, nc = _grid(len(datasets))
+    fig, axes = plt.subplots(nr, nc, figsize=(max(3.3 * nc, 8), 2.6 * nr + 0.6), squeeze=False)
+    for ax, d in zip(axes.flat, datasets, strict=False):
+        sub = st[st["dataset"] == d]
+        for m in sec.methods:
+            ms = sub[sub["method"] == m].sort_values("budget")
+            if ms.empty:
+                continue
+            ax.errorbar(
+                ms["budget"] * 100,
+                ms["q"],
+                yerr=ms["qs"],
+                color=COLORS.get(m, "k"),
+                marker="o",
+                ms=3,
+                lw=1.8 if m == "quorum" else 1.0,
+                capsize=2,
+                label=method_name(m),
+                zorder=3 if m == "quorum" else 2,
+            )
+        info = run.info(d) or {}
+        if info.get("llm_mean") is not None:
+            ax.axhline(info["llm_mean"], color="k", lw=0.6, ls=":", label="LLM panel mean")
+        ax.set_title(d)
+        ax.set_xlabel("budget (%)")
+        ax.set_ylabel(_ylabel(run, d))
+        ax.set_xticks([b * 100 for b in sec.budgets])
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(datasets) :]:
+        ax.axis("off")
+    handles, labels = [], []
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 8), frameon=False)
+    fig.suptitle(f"Quality vs budget, {SETTINGS[setting].lower()} setting (mean ± std)")
+    fig.tight_layout(rect=(0, 0.05 if nr > 1 else 0.12, 1, 0.97))
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def pretty_context_names(names: list[str], feature_names: list[str]) -> list[str]:
+    out = []
+    for n in names:
+        if n.startswith("phi") and n[3:].isdigit() and int(n[3:]) < len(feature_names):
+            out.append(feature_names[int(n[3:])])
+        elif n.startswith("m:"):
+            out.append(f"mask[{n[2:]}]")
+        else:
+            out.append(n)
+    return out
+
+
+def _short(a: str, n: int = 18) -> str:
+    a = a.split("/")[-1]
+    return a if len(a) <= n else a[: n - 1] + "…"
+
+
+def dashboard_figure(run: BenchRun, path: Path) -> Path | None:
+    sec = run.config.section("dashboard")
+    specs = run.plan.runs.get("dashboard", [])
+    if sec is None or not specs:
+        return None
+    from quorum.bench.cache import Artifacts
+
+    arts = Artifacts(run.cache_dir)
+    key = specs[0].key
+    if not arts.has(key):
+        return None
+    trace, info = arts.load(key)
+    if trace.empty or not info.get("posterior_means"):
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5.2), gridspec_kw={"width_ratios": [1.2, 1.1, 0.9]})
+    # left: arm share per window of decisions
+    tr = trace[trace["arm"].astype(str) != "-"].sort_values("step").reset_index(drop=True)
+    arms = list(info.get("arms") or info["posterior_means"])
+    human = info.get("human", "gold")
+    label = {a: (f"human ({a})" if a == human else _short(a)) for a in arms}
+    win = max(1, int(sec.window))
+    tr["window"] = tr.index // win
+    share = pd.crosstab(tr["window"], tr["arm"], normalize="index").reindex(
+        columns=arms, fill_value=0
+    )
+    x = (share.index.to_numpy() + 0.5) * win
+    cmap = plt.get_cmap("tab10")
+    axes[0].stackplot(
+        x,
+        share.T.to_numpy(),
+        labels=[label[a] for a in arms],
+        colors=[cmap(i % 10) for i in range(len(arms))],
+        alpha=0.85,
+    )
+    axes[0].set_xlim(0, max(x[-1] + win / 2, 1) if len(x) else 1)
+    axes[0].set_ylim(0, 1)
+    axes[0].set_xlabel(f"decision (windows of {win})")
+    axes[0].set_ylabel("share of annotations")
+    axes[0].set_title("Arm choice over time")
+    axes[0].legend(
+        loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3, fontsize=7, frameon=False
+    )
+    # center: posterior weights
+    names = pretty_context_names(info["context_names"], info.get("feature_names", []))
+    W = np.array([info["posterior_means"][a] for a in arms], dtype=float).T  # features x arms
+    lim = float(np.nanmax(np.abs(W))) or 1.0
+    im = axes[1].imshow(W, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
+    axes[1].set_yticks(range(len(names)), names, fontsize=7)
+    axes[1].set_xticks(range(len(arms)), [label[a] for a in arms], rotation=35, ha="right")
+    axes[1].set_title("Posterior mean weights (feature x arm)")
+    fig.colorbar(im, ax=axes[1], fraction=0.046, pad=0.04)
+    # right: importance
+    imp = np.abs(W).mean(axis=1)
+    order = np.argsort(imp)
+    axes[2].barh(np.array(names)[order], imp[order], color="#d62728")
+    axes[2].tick_params(axis="y", labelsize=7)
+    axes[2].set_xlabel("mean |weight| across arms")
+    axes[2].set_title("Feature importance")
+    s = specs[0]
+    fig.suptitle(
+        f"QUORUM bandit on {s.dataset}, {SETTINGS[s.setting].lower()} setting, budget "
+        f"{pct(s.budget)}, seed {s.seed} (human arm: {info.get('human', 'gold')})"
+    )
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def all_figures(run: BenchRun, folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    sec = run.config.section("main")
+    for setting in sec.settings if sec else []:
+        for fn, stem in ((pareto_figure, "pareto"), (budget_figure, "budget")):
+            p = fn(run, setting, folder / f"{stem}_{setting}.png")
+            if p:
+                out.append(p)
+    p = dashboard_figure(run, folder / "dashboard.png")
+    if p:
+        out.append(p)
+    return out

@@ -1,0 +1,186 @@
+"""Expand a :class:`BenchConfig` into the runs each experiment needs.
+
+Runs are shared across experiments when they are the same run (QUORUM at 50% in the
+main table is also the "ours" cell of the ablation and the default of every sensitivity
+grid): a run's key does not name the experiment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from quorum.bench.cache import (
+    ROW_VERSION,
+    code_version,
+    dataset_fingerprint,
+    digest,
+    is_summarization,
+)
+from quorum.bench.config import BenchConfig, router_defaults, seed_list
+from quorum.data.schema import GOLD_HUMAN
+
+EXPERIMENTS = ("main", "features", "annotations", "sensitivity", "noisy", "dashboard")
+
+
+def normalise_params(method: str, params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """Sorted (name, value) pairs of the parameters that differ from the router's defaults."""
+    defaults = router_defaults(method)
+    out = []
+    for k, v in sorted(params.items()):
+        d = defaults.get(k, object())
+        same = v == d and isinstance(v, bool) == isinstance(d, bool)
+        if not same:
+            out.append((k, v))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One routing run: what to route, with what, and what to keep."""
+
+    dataset: str
+    method: str
+    setting: str
+    budget: float  # auditor: share of items for humans; dollars: share of all-human cost
+    seed: int
+    params: tuple[tuple[str, Any], ...] = ()
+    variant: str = "ours"  # features: ours | random | uncertainty
+    human: str = GOLD_HUMAN
+    human_labels: int | None = None  # auditor budget as a count (overrides ``budget``)
+    keep_trace: bool = False
+
+    @property
+    def group(self) -> tuple[str, str]:
+        """Runs of one group share a prepared dataset in a worker."""
+        return (self.dataset, self.human)
+
+    @property
+    def param_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "row": ROW_VERSION,
+            "dataset": self.dataset,
+            "fingerprint": dataset_fingerprint(self.dataset),
+            "method": self.method,
+            "code": code_version(self.method, self.variant),
+            "setting": self.setting,
+            "budget": None if self.human_labels is not None else round(self.budget, 6),
+            "human_labels": self.human_labels,
+            "seed": self.seed,
+            "params": [list(p) for p in self.params],
+            "variant": self.variant,
+            "human": self.human,
+            "trace": self.keep_trace,
+        }
+
+    @property
+    def key(self) -> str:
+        k = self.__dict__.get("_key")
+        if k is None:
+            k = digest(self.payload())
+            object.__setattr__(self, "_key", k)
+        return k
+
+
+@dataclass
+class Plan:
+    """Runs per experiment (in table order) and the datasets timed cold."""
+
+    runs: dict[str, list[RunSpec]] = field(default_factory=dict)
+    overhead_datasets: list[str] = field(default_factory=list)
+    feature_sample: int = 2000
+
+    def all_runs(self) -> list[RunSpec]:
+        """Every distinct run, first occurrence order."""
+        seen: dict[str, RunSpec] = {}
+        for specs in self.runs.values():
+            for s in specs:
+                seen.setdefault(s.key, s)
+        return list(seen.values())
+
+    def datasets(self) -> list[str]:
+        out = dict.fromkeys(s.dataset for s in self.all_runs())
+        out.update(dict.fromkeys(self.overhead_datasets))
+        return list(out)
+
+
+def _supports(method: str, dataset: str) -> bool:
+    if not is_summarization(dataset):
+        return True
+    from quorum.routing.registry import get_router_class
+
+    return bool(get_router_class(method).supports_summarization)
+
+
+def _seeds(cfg_section: Any, dataset: str) -> list[int]:
+    if is_summarization(dataset) and hasattr(cfg_section, "summarization_seeds"):
+        return seed_list(cfg_section.summarization_seeds)
+    return seed_list(cfg_section.seeds)
+
+
+def build_plan(cfg: BenchConfig) -> Plan:
+    """The runs of every enabled experiment."""
+    plan = Plan()
+
+    def params(method: str, extra: dict[str, Any] | None = None) -> tuple[tuple[str, Any], ...]:
+        p = dict(cfg.params.get(method, {}))
+        p.update(extra or {})
+        return normalise_params(method, p)
+
+    if (s := cfg.section("main")) is not None:
+        plan.runs["main"] = [
+            RunSpec(d, m, st, b, seed, params(m))
+            for d in s.datasets
+            for m in s.methods
+            if _supports(m, d)
+            for st in s.settings
+            for b in s.budgets
+            for seed in _seeds(s, d)
+        ]
+    if (s := cfg.section("features")) is not None:
+        plan.runs["features"] = [
+            RunSpec(d, "quorum", st, b, seed, params("quorum"), variant=v)
+            for d in s.datasets
+            for st in s.settings
+            for b in s.budgets
+            for v in s.variants
+            for seed in seed_list(s.seeds)
+        ]
+    if (s := cfg.section("annotations")) is not None:
+        plan.runs["annotations"] = [
+            RunSpec(d, "quorum", s.setting, b, seed, params("quorum", {"max_annotations": k}))
+            for d in s.datasets
+            for b in s.budgets
+            for k in s.max_annotations
+            for seed in _seeds(s, d)
+        ]
+    if (s := cfg.section("sensitivity")) is not None:
+        plan.runs["sensitivity"] = [
+            RunSpec(s.dataset, "quorum", s.setting, s.budget, seed, params("quorum", {name: v}))
+            for name, values in s.grids.items()
+            for v in values
+            for seed in seed_list(s.seeds)
+        ]
+    if (s := cfg.section("noisy")) is not None:
+        plan.runs["noisy"] = [
+            RunSpec(
+                s.dataset, m, s.setting, 0.0, seed, params(m), human=h, human_labels=s.human_labels
+            )
+            for h in s.humans
+            for m in s.methods
+            for seed in seed_list(s.seeds)
+        ]
+    if (s := cfg.section("dashboard")) is not None:
+        plan.runs["dashboard"] = [
+            RunSpec(
+                s.dataset, "quorum", s.setting, s.budget, s.seed, params("quorum"), keep_trace=True
+            )
+        ]
+    if (s := cfg.section("overhead")) is not None:
+        main = cfg.section("main")
+        plan.overhead_datasets = list(s.datasets or (main.datasets if main else []))
+        plan.feature_sample = s.feature_sample
+    return plan

@@ -1,0 +1,110 @@
+"""The smoke bench end to end on real data: outputs, cache, report, both-worker determinism."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from quorum.bench.config import parse_config
+from quorum.bench.runner import run_bench
+from quorum.cli import app
+
+pytestmark = pytest.mark.realdata
+
+
+@pytest.fixture(scope="module")
+def smoke_dir(tmp_path_factory, shared_data_dir):
+    out = tmp_path_factory.mktemp("bench") / "smoke"
+    res = CliRunner().invoke(app, ["bench", "smoke", "--out", str(out), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def test_outputs(smoke_dir) -> None:
+    for name in (
+        "summary",
+        "main_auditor",
+        "main_dollars",
+        "features",
+        "annotations",
+        "sensitivity",
+        "noisy",
+        "overhead",
+    ):
+        assert (smoke_dir / "tables" / f"{name}.md").is_file(), name
+    for name in (
+        "pareto_auditor",
+        "pareto_dollars",
+        "budget_auditor",
+        "budget_dollars",
+        "dashboard",
+    ):
+        p = smoke_dir / "figures" / f"{name}.png"
+        assert p.is_file() and p.read_bytes()[:4] == b"\x89PNG", name
+    runs = pd.read_csv(smoke_dir / "runs.csv")
+    assert (runs["status"] == "ok").all()
+    assert {"main", "features", "noisy"} <= {e for x in runs["experiments"] for e in x.split(";")}
+    main = (smoke_dir / "tables" / "main_auditor.md").read_text()
+    assert "QUORUM" in main and "Random" in main and "**" in main
+    readme = (smoke_dir / "README.md").read_text()
+    assert "quorum bench smoke" in readme and "QUORUM is best in" in readme
+    html = (smoke_dir / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == 5
+    assert 'src="http' not in html and "<table>" in html
+    stats = json.loads((smoke_dir / "bench.json").read_text())
+    assert stats["runs_failed"] == 0 and stats["machine"]["cores"]
+
+
+def test_second_run_is_cached_and_fast(smoke_dir) -> None:
+    t0 = time.perf_counter()
+    res = CliRunner().invoke(app, ["bench", "smoke", "--out", str(smoke_dir), "--no-progress"])
+    secs = time.perf_counter() - t0
+    assert res.exit_code == 0, res.output
+    assert "0 runs computed" in res.output
+    assert secs < 15
+    stats = json.loads((smoke_dir / "bench.json").read_text())
+    assert stats["first_run"]["runs_computed"] == stats["runs_total"]
+
+
+def test_report_command(smoke_dir, tmp_path) -> None:
+    target = tmp_path / "r.html"
+    res = CliRunner().invoke(app, ["report", str(smoke_dir), "--output", str(target), "--rebuild"])
+    assert res.exit_code == 0, res.output
+    assert target.is_file() and "QUORUM benchmark report" in target.read_text()
+    res = CliRunner().invoke(app, ["report", str(tmp_path / "nothing")])
+    assert res.exit_code == 1
+
+
+def test_bad_config_exits_cleanly(tmp_path) -> None:
+    p = tmp_path / "c.toml"
+    p.write_text('[main]\ndatasets = ["no-such-set"]\n')
+    res = CliRunner().invoke(app, ["bench", str(p), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "unknown dataset" in res.output
+
+
+def test_two_workers_match_one(tmp_path, shared_data_dir) -> None:
+    cfg = parse_config(
+        {
+            "main": {
+                "datasets": ["coannotating-stance/cat"],
+                "methods": ["random", "quorum"],
+                "settings": ["dollars"],
+                "budgets": [0.3],
+                "seeds": 2,
+            },
+            "run": {"chunk_size": 1},
+        }
+    )
+    a = run_bench(cfg, tmp_path / "one", workers=1, progress=False)
+    b = run_bench(cfg, tmp_path / "two", workers=2, progress=False)
+    ra = {r["key"]: r for r in a.rows("main")}
+    rb = {r["key"]: r for r in b.rows("main")}
+    assert ra.keys() == rb.keys() and len(ra) == 4
+    for k in ra:
+        for col in ("accuracy", "mca", "cost", "human_labels", "llm_calls"):
+            assert ra[k][col] == rb[k][col], col
+    assert len({r["worker"] for r in rb.values()}) >= 1
