@@ -367,9 +367,11 @@ class _Run:
     def is_h(self, a: str) -> bool:
         return self.rec.is_human(a)
 
-    def vote_priority(self) -> list[str]:
-        """Trust order for tie-breaks: human, then LLMs from the most expensive."""
-        return [self.human, *sorted(self.llm_names, key=lambda a: -self.rec.price(a))]
+    def vote_priority(self, t: int) -> list[str]:
+        """Trust order for tie-breaks: the human, then LLMs by estimated quality q_a(x_t)."""
+        q = self.q_values(self.context(t, self.budget.remaining_fraction, 1.0))
+        order = np.argsort(-q, kind="stable")
+        return [self.human, *(self.llm_names[k] for k in order)]
 
     def aggregate(self, t: int) -> tuple[str | None, float, int]:
         outs = self.outputs(t)
@@ -377,7 +379,7 @@ class _Run:
         if n == 0:
             return None, 0.0, 0
         if not self.summ:
-            y, agr = self.agg.vote(outs, self.is_h, self.vote_priority())
+            y, agr = self.agg.vote(outs, self.is_h, self.vote_priority(t))
             return y, agr, n
         names = list(outs)
         emb = self._embed([outs[a] for a in names])
@@ -433,7 +435,7 @@ class _Run:
                 emb = self._embed([others[a] for a in names])
                 ref_o = others[names[self.agg.choose(emb, np.ones(len(names)))]]
             else:
-                ref_o, _ = self.agg.vote(others, self.is_h, self.vote_priority())
+                ref_o, _ = self.agg.vote(others, self.is_h, self.vote_priority(t))
             self.post_h.update(
                 self.asked_x[(t, self.human)], self.similarity_reward(human_out, ref_o)
             )
