@@ -116,11 +116,15 @@ def test_summarization(method):
         assert res.labels["output"].notna().all()
 
 
-def test_sentimp_has_no_machine_annotator():
-    """SentiMP-En records three humans and no LLM: the baselines say so clearly."""
+def test_humans_only_panel_is_refused_clearly():
+    """SentiMP-En's recorded annotators are three humans: without its machine arm, the
+    baselines refuse with a clear message rather than crash."""
+    from quorum.data.loaders import load_dataset
+
     ds, phi, emb = load("sentimp-en", None)
-    if ds.task.llms:
-        pytest.skip("sentimp-en now has machine annotators")
-    p = RoutingProblem(ds.task, ds.items["item_id"].to_numpy(), phi, emb, "auditor", 200)
+    humans = [a for a in load_dataset("sentimp-en").task.annotators if a.kind == "human"]
+    assert len(humans) == 3
+    task = ds.task.with_annotators(humans)
+    p = RoutingProblem(task, ds.items["item_id"].to_numpy(), phi, emb, "auditor", 200)
     with pytest.raises(ValueError, match="machine annotator"):
         make_router("coannotating").route(p, RecordedSource(ds), Budget(100.0, human_limit=200))
