@@ -773,9 +773,10 @@ class _Run:
         n_afford = int(self.budget.remaining // self.c_h + 1e-9)
         if self.budget.humans_left is not None:
             n_afford = min(n_afford, self.budget.humans_left)
-        chosen = cand[np.argsort(-prio, kind="stable")[:n_afford]]
-        for t in chosen:
-            self.asked_x[(int(t), self.human)] = X[0] * 0 + X[list(cand).index(t)]
+        order = np.argsort(-prio, kind="stable")[:n_afford]
+        chosen = cand[order]
+        for pos, t in zip(order, chosen, strict=True):
+            self.asked_x[(int(t), self.human)] = X[pos]
             self._log(int(t), "leftover", self.human, "leftover", None, None, None)
         reqs = [(self.ids[t], self.human) for t in chosen]
         for i in range(0, len(reqs), cfg.batch_size):
