@@ -309,6 +309,24 @@ class _Run:
             parts.append([1.0])
         return np.concatenate(parts)
 
+    def contexts(self, idx, b: float, p: float, mask: np.ndarray | None = None) -> np.ndarray:
+        """x_t for many items at once (rows of ``idx``); ``mask`` defaults to m_t."""
+        idx = np.asarray(idx, dtype=int)
+        n = len(idx)
+        parts = [
+            self.phi[idx],
+            np.full((n, 1), b),
+            np.full((n, 1), p),
+            self.mask[idx] if mask is None else mask,
+        ]
+        if self.cfg.include_bias:
+            parts.append(np.ones((n, 1)))
+        return np.hstack(parts)
+
+    def difficulty(self, X: np.ndarray) -> np.ndarray:
+        """D_t = (1/K) sum_a x_t^T Sigma_a x_t for the rows of X."""
+        return np.mean([self.post[a].variance(X) for a in self.llm_names], axis=0)
+
     def context_names(self) -> list[str]:
         names = [f"phi{i}" for i in range(self.m)] + ["b_t", "p_t"]
         names += [f"m:{a}" for a in self.llm_names]
@@ -561,15 +579,7 @@ class _Run:
         if not rest:
             return 0.0
         b = self.budget.remaining_fraction
-        X = np.hstack(
-            [
-                self.phi[rest],
-                np.full((len(rest), 1), b),
-                np.full((len(rest), 1), 0.5),
-                np.zeros((len(rest), self.K)),
-                *([np.ones((len(rest), 1))] if cfg.include_bias else []),
-            ]
-        )
+        X = self.contexts(rest, b, 0.5, np.zeros((len(rest), self.K)))
         Q = np.column_stack([X @ self.post[a].mean_ for a in self.llm_names])
         Q = np.column_stack([Q, np.full(len(rest), cfg.human_quality)])
         price = np.append(self.c, self.c_h) / self.c_h
@@ -641,16 +651,7 @@ class _Run:
             if len(idx) == 0:
                 return
             b = self.budget.remaining_fraction
-            X = np.hstack(
-                [
-                    self.phi[idx],
-                    np.full((len(idx), 1), b),
-                    np.ones((len(idx), 1)),
-                    self.mask[idx],
-                    *([np.ones((len(idx), 1))] if cfg.include_bias else []),
-                ]
-            )
-            D = np.mean([self.post[a].variance(X) for a in self.llm_names], axis=0)
+            D = self.difficulty(self.contexts(idx, b, 1.0))
             prio[idx] = D + delta[idx] + (1.0 - has_h[idx])
 
         recompute()
@@ -711,7 +712,7 @@ class _Run:
                 has_h[t] = float(self.human in outs)
                 idx = np.array([t])
                 xv = self.context(t, self.budget.remaining_fraction, 1.0)[None, :]
-                D = np.mean([self.post[a].variance(xv) for a in self.llm_names], axis=0)
+                D = self.difficulty(xv)
                 prio[idx] = D + delta[idx] + (1.0 - has_h[idx])
             picks += 1
             if picks % max(cfg.priority_refresh, int(open_.sum()) // 50 + 1) == 0:
@@ -758,16 +759,8 @@ class _Run:
         if len(cand) == 0 or not self.rec.can_afford(self.human):
             return
         b = self.budget.remaining_fraction
-        X = np.hstack(
-            [
-                self.phi[cand],
-                np.full((len(cand), 1), b),
-                np.ones((len(cand), 1)),
-                self.mask[cand],
-                *([np.ones((len(cand), 1))] if cfg.include_bias else []),
-            ]
-        )
-        D = np.mean([self.post[a].variance(X) for a in self.llm_names], axis=0)
+        X = self.contexts(cand, b, 1.0)
+        D = self.difficulty(X)
         agr = np.array([self.aggregate(t)[1] for t in cand])
         prio = D + (1.0 - agr)
         n_afford = int(self.budget.remaining // self.c_h + 1e-9)
