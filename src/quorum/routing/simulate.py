@@ -111,12 +111,34 @@ def prepare(
     secs = time.perf_counter() - t0
     embed_fn = None
     if task.type is TaskType.summarization:
-        from quorum.features.embeddings import get_embedder
-
-        embedder = get_embedder(task.language)
-        embed_fn = embedder.encode
+        embed_fn = _fixed_embeddings(ds)
     src = RecordedSource(ds, embed_fn=embed_fn)
     return Prepared(ds, task, features.phi, features.embeddings, src, secs)
+
+
+def _fixed_embeddings(ds: Dataset):
+    """Embed every recorded output and reference once, in one fixed order.
+
+    A text's embedding then does not depend on which other texts shared its batch, so
+    summary runs give the same numbers in any process and in any order of runs.
+    """
+    from quorum.features.embeddings import get_embedder
+
+    embedder = get_embedder(ds.task.language)
+    texts = set(ds.annotations["output"].dropna().astype(str))
+    if "reference" in ds.items.columns:
+        texts |= set(ds.items["reference"].dropna().astype(str))
+    ordered = sorted(texts)
+    table = dict(zip(ordered, np.asarray(embedder.encode(ordered)), strict=True))
+
+    def embed(batch: list[str]) -> np.ndarray:
+        missing = [t for t in batch if t not in table]
+        if missing:  # texts not recorded (should not happen in replay): embed one by one
+            for t in missing:
+                table[t] = np.asarray(embedder.encode([t]))[0]
+        return np.stack([table[t] for t in batch])
+
+    return embed
 
 
 def make_problem(
