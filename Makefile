@@ -5,12 +5,18 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
+# Debian's Chromium + chromedriver for the headless-browser report test
+# (tests/test_report_browser.py); sudo only when not already root.
+BROWSER_PKGS := chromium chromium-driver
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+	--no-install-recommends $(BROWSER_PKGS)
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench clean browser
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -28,12 +34,21 @@ $(TEST_STAMP): requirements-test.lock $(STAMP)
 	$(BIN)/pip install -q --no-deps -r requirements-test.lock
 	touch $(TEST_STAMP)
 
+# Installs Chromium only when /usr/bin/chromium or /usr/bin/chromedriver is missing (a no-op
+# otherwise); runs `apt-get update` only if the first install attempt fails (stale lists).
+browser:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; else \
+	  echo "installing $(BROWSER_PKGS) (apt)"; \
+	  $(APT_INSTALL) || { $(SUDO) apt-get update -q && $(APT_INSTALL); } \
+	  && test -x /usr/bin/chromium && test -x /usr/bin/chromedriver; \
+	fi
+
 install: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/quorum demo
 
-test: $(STAMP) $(TEST_STAMP)
+test: $(STAMP) $(TEST_STAMP) browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)

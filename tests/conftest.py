@@ -1,4 +1,5 @@
-"""Shared test fixtures: the real data directory (or a skip) and a tiny generic dataset."""
+"""Shared test fixtures: the real data directory (or a skip), a smoke bench folder and a tiny
+generic dataset."""
 
 from __future__ import annotations
 
@@ -19,6 +20,20 @@ def shared_data_dir() -> Path:
         looked = ", ".join(str(p) for p in candidate_data_dirs())
         pytest.skip(f"shared data dir not found (looked in {looked}); set $QUORUM_DATA_DIR")
     return root
+
+
+@pytest.fixture(scope="session")
+def smoke_dir(tmp_path_factory, shared_data_dir) -> Path:
+    """One `quorum bench smoke` output folder (about 10 s), shared by the bench and report
+    tests; they only read it or rewrite it with the same content."""
+    from typer.testing import CliRunner
+
+    from quorum.cli import app
+
+    out = tmp_path_factory.mktemp("bench") / "smoke"
+    res = CliRunner().invoke(app, ["bench", "smoke", "--out", str(out), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    return out
 
 
 @pytest.fixture

@@ -16,12 +16,8 @@ from quorum.cli import app
 pytestmark = pytest.mark.realdata
 
 
-@pytest.fixture(scope="module")
-def smoke_dir(tmp_path_factory, shared_data_dir):
-    out = tmp_path_factory.mktemp("bench") / "smoke"
-    res = CliRunner().invoke(app, ["bench", "smoke", "--out", str(out), "--no-progress"])
-    assert res.exit_code == 0, res.output
-    return out
+# `smoke_dir` (one `quorum bench smoke` folder) is in conftest.py, shared with
+# test_report_browser.py.
 
 
 def test_outputs(smoke_dir) -> None:

@@ -16,12 +16,13 @@ from __future__ import annotations
 import base64
 import json
 import shutil
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from quorum.bench.runner import BenchRun
-from quorum.bench.tables import TableFile
+from quorum.bench.tables import Table, TableFile
 
 FIGURE_CAPTIONS = {
     "pareto_auditor": "Cost vs quality, auditor style: one point per method and budget; dashed: "
@@ -187,7 +188,7 @@ def write_html(outdir: str | Path, target: str | Path | None = None) -> Path:
             "name": f.name,
             "title": f.title,
             "intro": _md_inline(f.intro),
-            "tables": [t.to_html() for t in f.tables],
+            "tables": [_table_html(t) for t in f.tables],
         }
         for f in files
     ]
@@ -199,8 +200,19 @@ def write_html(outdir: str | Path, target: str | Path | None = None) -> Path:
     return target
 
 
+def _table_html(t: Table) -> str:
+    """``Table.to_html`` with the caption's Markdown (bold, italics, code, underline) rendered:
+    ``to_html`` escapes it, so the page showed ``**Bold**`` and ``<u>underlined</u>`` literally."""
+    body = replace(t, caption="").to_html()
+    if not t.caption:
+        return body
+    head, sep, rest = body.partition("</h3>")
+    return f"{head}{sep}<div class='caption'>{_md_inline(t.caption)}</div>{rest}"
+
+
 def _md_inline(text: str) -> str:
-    """The little Markdown the intros use (bold, underline, code, bullets) as HTML."""
+    """The little Markdown the intros and captions use (bold, italics, underline, code,
+    bullets) as HTML."""
     import html
     import re
 
@@ -209,6 +221,7 @@ def _md_inline(text: str) -> str:
         esc = html.escape(block)
         esc = esc.replace("&lt;u&gt;", "<u>").replace("&lt;/u&gt;", "</u>")
         esc = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", esc)
+        esc = re.sub(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])", r"<i>\1</i>", esc)
         esc = re.sub(r"`(.+?)`", r"<code>\1</code>", esc)
         lines = esc.split("\n")
         if all(x.startswith("- ") for x in lines if x):
