@@ -235,6 +235,8 @@ def test_auditor_cost_match_never_costs_more_than_the_plain_allocation():
             "tau_h": st.floats(0, 1),
             "phase2_rule": st.sampled_from(["lagrangian", "paper"]),
             "extra_arm_rule": st.sampled_from(["value", "paper"]),
+            "dollars_strategy": st.sampled_from(["auto", "bandit", "audit"]),
+            "pessimism": st.sampled_from([0.0, 1.0]),
         }
     ),
 )
@@ -271,3 +273,68 @@ def test_dead_arm_is_left_out():
     res = QuorumRouter(calibration_share=0.0).route(prob, HalfDead(ds), Budget(60 * 0.05), seed=0)
     assert "llm1" not in set(res.annotations["annotator"])
     assert res.labels["output"].notna().all()
+
+
+def test_weak_panel_is_audited_and_strong_panel_is_routed():
+    # dearer LLMs barely better than the cheapest: a human label buys more accuracy per
+    # unit of money, so "auto" audits; clearly better dearer LLMs keep the bandit
+    weak, _ = run(make_dataset(300, acc=(0.30, 0.34, 0.36)), frac=0.7)
+    strong, _ = run(make_dataset(300, acc=(0.30, 0.97, 0.98)), frac=0.7)
+    assert weak.info["panel_dominated"] and weak.info["dollars_strategy"] == "audit"
+    assert not strong.info["panel_dominated"] and strong.info["dollars_strategy"] == "bandit"
+    # audit: only the human and the cheapest LLM after calibration, and no extra phase
+    after = weak.annotations[weak.annotations["phase"] != "calibration"]
+    assert set(after["annotator"]) <= {"gold", "llm0"} and set(after["phase"]) == {"route"}
+    assert after.groupby("item_id").size().max() == 1
+    # the probe: half the calibration items of the bandit run, all arms on each
+    cal_weak = weak.annotations[weak.annotations["phase"] == "calibration"]["item_id"].nunique()
+    cal_strong = strong.annotations[strong.annotations["phase"] == "calibration"]
+    assert cal_weak == math.ceil(0.5 * cal_strong["item_id"].nunique())
+    # audit spends the money: less than one human upgrade is left
+    assert weak.cost > 0.7 * 300 * 0.1 - (0.1 - 0.01) - 1e-9
+
+
+def test_audit_sends_humans_to_the_cheap_llm_error_region():
+    n, n_bad = 200, 60
+    ds = make_dataset(n, acc=(1.0, 1.0, 1.0))
+    bad = np.arange(n_bad)  # the cheapest LLM is wrong on exactly these items
+    ann = ds.annotations.copy()
+    flip = ann["annotator"].eq("llm0") & ann["item_id"].isin([f"i{t}" for t in bad])
+    ann.loc[flip, "output"] = ann.loc[flip, "output"].map({"A": "B", "B": "A"})
+    ds = Dataset(ds.task, ds.items, ann)
+    prob = problem_for(ds)
+    emb = np.zeros((n, 8))
+    emb[:n_bad, 0] = 1.0  # the error region: one direction of the embedding space
+    emb[n_bad:, 1] = 1.0
+    emb += np.random.default_rng(0).normal(scale=0.05, size=emb.shape)
+    prob.embeddings = emb / np.linalg.norm(emb, axis=1, keepdims=True)
+    budget = Budget(0.2 * n * 0.1)
+    res = QuorumRouter(dollars_strategy="audit", calibration_share=0.3).route(
+        prob, RecordedSource(ds), budget, seed=0
+    )
+    route = res.annotations[res.annotations["phase"] == "route"]
+    humans = route.loc[route["annotator"] == "gold", "item_id"].str[1:].astype(int)
+    assert len(humans) > 10 and (humans < n_bad).all()
+    assert res.cost <= budget.limit + 1e-9
+    assert res.info["auditor_order"] == "knn-error-rate"
+
+
+def test_pessimism_sends_more_first_answers_to_humans():
+    ds = make_dataset(300, acc=(0.55, 0.6, 0.65))
+    humans = []
+    for kappa in (0.0, 3.0):
+        res, _ = run(ds, frac=0.5, dollars_strategy="bandit", pessimism=kappa, reserve_share=0.0)
+        route = res.annotations[res.annotations["phase"] == "route"]
+        humans.append(int((route["annotator"] == "gold").sum()))
+    assert humans[1] > humans[0]
+
+
+def test_new_parameters_are_validated():
+    with pytest.raises(ValueError, match="dollars_strategy"):
+        QuorumRouter(dollars_strategy="greedy")
+    with pytest.raises(ValueError, match="probe_share"):
+        QuorumRouter(probe_share=0.0)
+    with pytest.raises(ValueError, match="dominance_z"):
+        QuorumRouter(dominance_z=-1)
+    with pytest.raises(ValueError, match="pessimism"):
+        QuorumRouter(pessimism=-0.5)

@@ -126,6 +126,24 @@ class QuorumRouter(Router):
         epsilon-greedy on q - cost_penalty c_a / c_H, escalation below tau_H (adaptive if
         ``adaptive_tau``).
     human_quality : expected quality of a human label used by the Lagrangian rule (1.0).
+    pessimism : kappa in the lower confidence bound q_a - kappa sqrt(x^T Sigma_a x) that the
+        Lagrangian rule uses for LLMs when it weighs them against the human (ours). The
+        argmax over noisy estimates favours the arms whose quality is over-estimated (the
+        optimiser's curse), while the human's quality is known; with few calibration
+        items the bound sends more items to humans, with many it is close to mu^T x.
+    dollars_strategy : what the dollars setting does after calibration (ours). "bandit":
+        phases 2 and 3 as above. "audit": the cheapest LLM on every other item and, with
+        the money left, humans on the items most likely to be its errors (the auditor
+        ordering, ``auditor_rule``). "auto" (default): "audit" when the calibration shows
+        the panel dominated, i.e. no dearer LLM gains more accuracy per unit of money over
+        the cheapest one than a human label does (Beta(1, 1)-smoothed calibration
+        accuracies; the upper hull of (price, accuracy) holds only the cheapest LLM and
+        the human), else "bandit". Label tasks only; summaries always use "bandit".
+    probe_share : "auto"/"audit": share of the calibration items calibrated before the
+        panel check (ours: 0.5); "audit" stops there, "bandit" calibrates the rest.
+    dominance_z : standard errors taken off an LLM's measured gain in the panel check
+        (ours: 2.0; bandit routing pays for learning, so it needs evidence that it pays;
+        on the 12 llms-for-css tasks 2.0 beat 1.0 and 0, see docs/router.md).
     batch_size : phase-2 requests sent together (concurrency for live sources).
     """
 
@@ -165,6 +183,10 @@ class QuorumRouter(Router):
         extra_arm_rule: str = "value",
         phase2_rule: str = "lagrangian",
         human_quality: float = 1.0,
+        pessimism: float = 0.0,
+        dollars_strategy: str = "auto",
+        probe_share: float = 0.5,
+        dominance_z: float = 2.0,
         batch_size: int = 256,
     ) -> None:
         self.tau_h = tau_h
@@ -198,6 +220,10 @@ class QuorumRouter(Router):
         self.extra_arm_rule = extra_arm_rule
         self.phase2_rule = phase2_rule
         self.human_quality = human_quality
+        self.pessimism = pessimism
+        self.dollars_strategy = dollars_strategy
+        self.probe_share = probe_share
+        self.dominance_z = dominance_z
         self.batch_size = batch_size
         self._validate()
 
@@ -224,6 +250,14 @@ class QuorumRouter(Router):
             raise ValueError("extra_arm_rule must be 'value' or 'paper'")
         if self.auditor_rule not in ("centroid", "knn"):
             raise ValueError("auditor_rule must be 'centroid' or 'knn'")
+        if self.dollars_strategy not in ("bandit", "audit", "auto"):
+            raise ValueError("dollars_strategy must be 'bandit', 'audit' or 'auto'")
+        if not 0.0 < self.probe_share <= 1.0:
+            raise ValueError("probe_share must be in (0, 1]")
+        if self.dominance_z < 0:
+            raise ValueError("dominance_z must be >= 0")
+        if self.pessimism < 0:
+            raise ValueError("pessimism must be >= 0")
         if self.auditor_k < 1:
             raise ValueError("auditor_k must be >= 1")
         if self.batch_size < 1 or self.priority_refresh < 1:
@@ -339,6 +373,18 @@ class _Run:
 
     def q_values(self, x: np.ndarray) -> np.ndarray:
         return np.array([self.post[a].pull(x) for a in self.llm_names])
+
+    def q_lower(self, X: np.ndarray) -> np.ndarray:
+        """mu_a^T x - kappa sqrt(x^T Sigma_a x) for one context (K,) or many (n, K)."""
+        kappa = self.cfg.pessimism
+        cols = []
+        for a in self.llm_names:
+            post = self.post[a]
+            q = post.pull(X)
+            if kappa > 0:
+                q = q - kappa * np.sqrt(np.maximum(post.variance(X), 0.0))
+            cols.append(q)
+        return np.array(cols) if np.ndim(X) == 1 else np.column_stack(cols)
 
     # --------------------------------------------------------- bookkeeping
     def _log(
@@ -475,22 +521,22 @@ class _Run:
         if per_cal > self.c_min:
             n_cal = min(n_cal, int((B - T * self.c_min) // (per_cal - self.c_min + _EPS)))
         n_cal = max(0, min(n_cal, T))
-        cal: list[int] = []
-        if n_cal > 0:
-            u = mahalanobis_uncertainty(self.phi)
-            cal = list(np.argsort(-u, kind="stable")[:n_cal])
-            reqs = []
-            for t in cal:
-                x = self.context(t, 1.0, 0.0, np.zeros(self.K))
-                for a in [self.human, *self.llm_names]:
-                    reqs.append((self.ids[t], a))
-                    self.asked_x[(t, a)] = x
-                    self._log(t, "calibration", a, "calibration", x, None)
-            self.rec.annotate_many(reqs, phase="calibration")
-            for t in cal:
-                self.mask[t] = 1.0
-                self.settle(t)
+        order = np.argsort(-mahalanobis_uncertainty(self.phi), kind="stable") if n_cal else []
+        check = not self.summ and cfg.dollars_strategy != "bandit"
+        # "auto"/"audit" first calibrate a probe, and only "bandit" needs the rest
+        n_probe = math.ceil(cfg.probe_share * n_cal - _EPS) if check else n_cal
+        cal = self._calibrate([int(t) for t in order[:n_probe]])
+        if check:
+            cheap, dominated = self._panel_check(cal)
+            self.info["panel_dominated"] = dominated
+            if cfg.dollars_strategy == "audit" or dominated:
+                self.info["n_calibration"] = len(cal)
+                self.info["dollars_strategy"] = "audit"
+                self._audit_rest(cal, cheap)
+                return
+            cal += self._calibrate([int(t) for t in order[n_probe:n_cal]])
         self.info["n_calibration"] = len(cal)
+        self.info["dollars_strategy"] = "bandit"
 
         # Phase 2: routing ----------------------------------------------------
         in_cal = np.zeros(T, dtype=bool)
@@ -533,7 +579,8 @@ class _Run:
                 and self.budget.can_afford(self.c_h, human=True)
             )
             if cfg.phase2_rule == "lagrangian":
-                k, mode = self._lagrangian_choice(q, fits, human_ok, lam, len(cal) + j)
+                q_lo = self.q_lower(x) if cfg.pessimism > 0 else q
+                k, mode = self._lagrangian_choice(q_lo, fits, human_ok, lam, len(cal) + j)
             else:
                 scores = q[fits] - cfg.cost_penalty * self.c[fits] / self.c_h
                 policy = self.policy
@@ -569,6 +616,81 @@ class _Run:
         if cfg.max_annotations > 1:
             self.refine()
 
+    def _calibrate(self, cal: list[int]) -> list[int]:
+        """Human label and every LLM's answer on the items ``cal``; rewards to the posteriors."""
+        reqs = []
+        for t in cal:
+            x = self.context(t, 1.0, 0.0, np.zeros(self.K))
+            for a in [self.human, *self.llm_names]:
+                reqs.append((self.ids[t], a))
+                self.asked_x[(t, a)] = x
+                self._log(t, "calibration", a, "calibration", x, None)
+        if reqs:
+            self.rec.annotate_many(reqs, phase="calibration")
+        for t in cal:
+            self.mask[t] = 1.0
+            self.settle(t)
+        return list(cal)
+
+    def _panel_check(self, cal: list[int]) -> tuple[str, bool]:
+        """The cheapest LLM to audit, and whether the panel is dominated (``dollars_strategy``).
+
+        An LLM a "pays" when even a pessimistic estimate of its gain over the cheapest LLM,
+        mean paired difference minus ``dominance_z`` standard errors, buys more accuracy per
+        unit of money than a human label: (gain_a) / (c_a - c_min) > (q_H - acc_min) /
+        (c_H - c_min). The panel is dominated when no LLM pays.
+        """
+        judged = [t for t in cal if self.human in self.outputs(t)]
+        right = np.zeros((len(judged), self.K))
+        for i, t in enumerate(judged):
+            outs = self.outputs(t)
+            right[i] = [outs.get(a) == outs[self.human] for a in self.llm_names]
+        n = len(judged)
+        acc = (right.sum(axis=0) + 1.0) / (n + 2.0)  # Beta(1, 1)-smoothed
+        self.info["calibration_accuracy"] = dict(zip(self.llm_names, acc.tolist(), strict=True))
+        cheapest = [k for k in range(self.K) if self.c[k] <= self.c_min]
+        j = max(cheapest, key=lambda k: acc[k])
+        cheap = self.llm_names[j]
+        if n < 2 or self.c_h <= self.c_min:
+            return cheap, False
+        slope_h = (self.cfg.human_quality - acc[j]) / (self.c_h - self.c_min)
+        for k in range(self.K):
+            if self.c[k] <= self.c_min:
+                continue
+            d = right[:, k] - right[:, j]
+            gain = acc[k] - acc[j] - self.cfg.dominance_z * d.std(ddof=1) / math.sqrt(n)
+            if gain / (self.c[k] - self.c_min) > slope_h:
+                return cheap, False
+        return cheap, True
+
+    def _audit_rest(self, cal: list[int], cheap: str) -> None:
+        """Dollars, "audit": the cheapest LLM on every item left, humans on its likely errors."""
+        in_cal = np.zeros(self.T, dtype=bool)
+        in_cal[cal] = True
+        rest = np.array([t for t in self.rng.permutation(self.T) if not in_cal[t]], dtype=int)
+        c_cheap = self.rec.price(cheap)
+        money = self.budget.remaining
+        n_h = 0
+        if self.c_h > c_cheap:
+            n_h = int((money - len(rest) * c_cheap) // (self.c_h - c_cheap) + _EPS)
+        n_h = max(0, min(n_h, len(rest)))
+        if self.budget.humans_left is not None:
+            n_h = min(n_h, self.budget.humans_left)
+        errs = [t for t in cal if self.outputs(t).get(cheap) != self.outputs(t).get(self.human)]
+        self.info["calibration_errors"] = len(errs)
+        rest = self._error_order(rest, cal, errs)
+        # the trace keeps x_t and q_a(x_t) as in bandit routing (for the dashboard)
+        b, p = self.budget.remaining_fraction, len(cal) / max(self.T, 1)
+        X = self.contexts(rest, b, p, np.zeros((len(rest), self.K)))
+        Q = np.column_stack([X @ self.post[a].mean_ for a in self.llm_names])
+        for i, t in enumerate(rest):
+            arm, mode = (self.human, "audit") if i < n_h else (cheap, "llm")
+            self._log(int(t), "route", arm, mode, X[i], Q[i])
+        reqs = [(self.ids[t], self.human) for t in rest[:n_h]]
+        reqs += [(self.ids[t], cheap) for t in rest[n_h:]]
+        for i in range(0, len(reqs), self.cfg.batch_size):
+            self.rec.annotate_many(reqs[i : i + self.cfg.batch_size], phase="route")
+
     def _shadow_price(self, rest: list[int], working: float) -> float:
         """lambda such that giving each item argmax_a (q_a - lambda c_a / c_H) fits the money.
 
@@ -580,8 +702,7 @@ class _Run:
             return 0.0
         b = self.budget.remaining_fraction
         X = self.contexts(rest, b, 0.5, np.zeros((len(rest), self.K)))
-        Q = np.column_stack([X @ self.post[a].mean_ for a in self.llm_names])
-        Q = np.column_stack([Q, np.full(len(rest), cfg.human_quality)])
+        Q = np.column_stack([self.q_lower(X), np.full(len(rest), cfg.human_quality)])
         price = np.append(self.c, self.c_h) / self.c_h
         money = len(rest) * self.c_min + working
 
@@ -812,35 +933,7 @@ class _Run:
             give_up = math.ceil(len(cal) * c_min / (self.c_h - c_min) - 1e-9)
             n_h = max(0, n_h - give_up)
             self.info["human_labels_given_up"] = give_up
-        space = self.p.embeddings if cfg.auditor_space == "embedding" else None
-        if space is None:
-            space = self.phi
-        if cfg.auditor_rule == "knn" and len(errs) >= 1 and len(rest):
-            judged = np.array([t for t, _ in sims])
-            is_err = np.isin(judged, errs).astype(float)
-            k = max(1, min(cfg.auditor_k, len(judged) // 4))
-            if cfg.auditor_space == "embedding":
-                d = 1.0 - space[rest] @ space[judged].T
-            else:
-                d = np.linalg.norm(space[rest][:, None, :] - space[judged][None], axis=2)
-            nn = np.argpartition(d, k - 1, axis=1)[:, :k]
-            score = is_err[nn].mean(axis=1)
-            # ties (common with few calibration items) go to the items nearest the errors
-            tie = d[:, is_err > 0].min(axis=1)
-            rest = rest[np.lexsort((tie, -score))]
-            self.info["auditor_order"] = "knn-error-rate"
-        elif len(errs) >= 2 and len(rest):
-            centroid = space[errs].mean(axis=0)
-            if cfg.auditor_space == "embedding":
-                nrm = np.linalg.norm(centroid)
-                centroid = centroid / nrm if nrm > 0 else centroid
-                dist = 1.0 - space[rest] @ centroid
-            else:
-                dist = np.linalg.norm(space[rest] - centroid, axis=1)
-            rest = rest[np.argsort(dist, kind="stable")]
-            self.info["auditor_order"] = "error-centroid"
-        else:
-            self.info["auditor_order"] = "random (fewer than 2 calibration errors)"
+        rest = self._error_order(rest, [t for t, _ in sims], errs)
         to_h = [int(t) for t in rest[:n_h]]
         to_llm = [int(t) for t in rest[n_h:]]
         for t in to_h:
@@ -851,6 +944,43 @@ class _Run:
         reqs += [(self.ids[t], cheap) for t in to_llm]
         for i in range(0, len(reqs), cfg.batch_size):
             self.rec.annotate_many(reqs[i : i + cfg.batch_size], phase="route")
+
+    def _error_order(self, rest: np.ndarray, judged: list[int], errs: list[int]) -> np.ndarray:
+        """``rest`` sorted so that the items most likely to be LLM errors come first.
+
+        ``judged`` are calibration items with a human label, ``errs`` those of them that the
+        LLM got wrong (``auditor_rule``: kNN error rate or distance to the error centroid).
+        """
+        cfg = self.cfg
+        space = self.p.embeddings if cfg.auditor_space == "embedding" else None
+        if space is None:
+            space = self.phi
+        if cfg.auditor_rule == "knn" and len(errs) >= 1 and len(rest):
+            judged_a = np.asarray(judged, dtype=int)
+            is_err = np.isin(judged_a, errs).astype(float)
+            k = max(1, min(cfg.auditor_k, len(judged_a) // 4))
+            if cfg.auditor_space == "embedding":
+                d = 1.0 - space[rest] @ space[judged_a].T
+            else:
+                d = np.linalg.norm(space[rest][:, None, :] - space[judged_a][None], axis=2)
+            nn = np.argpartition(d, k - 1, axis=1)[:, :k]
+            score = is_err[nn].mean(axis=1)
+            # ties (common with few calibration items) go to the items nearest the errors
+            tie = d[:, is_err > 0].min(axis=1)
+            self.info["auditor_order"] = "knn-error-rate"
+            return rest[np.lexsort((tie, -score))]
+        if len(errs) >= 2 and len(rest):
+            centroid = space[errs].mean(axis=0)
+            if cfg.auditor_space == "embedding":
+                nrm = np.linalg.norm(centroid)
+                centroid = centroid / nrm if nrm > 0 else centroid
+                dist = 1.0 - space[rest] @ centroid
+            else:
+                dist = np.linalg.norm(space[rest] - centroid, axis=1)
+            self.info["auditor_order"] = "error-centroid"
+            return rest[np.argsort(dist, kind="stable")]
+        self.info["auditor_order"] = "random (fewer than 2 calibration errors)"
+        return rest
 
     # ------------------------------------------------------------ result
     def result(self) -> RoutingResult:
