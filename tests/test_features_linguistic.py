@@ -157,3 +157,16 @@ def test_detect_language():
     ]
     assert detect_language(texts) == ["en", "es", "ca", "ja", "en"]
     assert detect_language(["zzz"], default="es") == ["es"]
+
+
+def test_spacy_processes_give_the_same_features(monkeypatch):
+    import quorum.features.linguistic as ling
+
+    texts = [f"The {w} cat sat on the mat. It was {w}!" for w in ("big", "red", "old")] * 8
+    texts += ["", "Una frase corta."]
+    one = ling.linguistic_features(texts, "en", batch_size=4)
+    monkeypatch.setattr(ling, "_MIN_TEXTS_PER_PROCESS", 5)  # force two spaCy processes
+    calls: list[int] = []
+    two = ling.linguistic_features(texts, "en", batch_size=4, progress=calls.append, n_process=2)
+    np.testing.assert_array_equal(one, two)
+    assert sum(calls) == len(texts)

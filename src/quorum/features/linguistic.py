@@ -189,10 +189,15 @@ def flesch_difficulty(text: str, language: str = "en") -> float:
 # per-language feature extraction
 # ---------------------------------------------------------------------------
 Progress = Callable[[int], None]
+_MIN_TEXTS_PER_PROCESS = 1000
 
 
 def _spacy_features(
-    texts: list[str], language: str, batch_size: int, progress: Progress | None
+    texts: list[str],
+    language: str,
+    batch_size: int,
+    progress: Progress | None,
+    n_process: int = 1,
 ) -> np.ndarray:
     from spacy.attrs import LENGTH, LOWER, ORTH, POS
     from spacy.parts_of_speech import IDS
@@ -205,7 +210,9 @@ def _spacy_features(
     content_ids = np.array([IDS[p] for p in _CONTENT_POS], dtype=np.uint64)
 
     out = np.zeros((len(texts), len(LINGUISTIC_FEATURES)), dtype=np.float64)
-    for i, doc in enumerate(nlp.pipe(texts, batch_size=batch_size, n_process=1)):
+    # spaCy's worker processes cost a few seconds to start: only worth it for many texts
+    procs = n_process if len(texts) >= _MIN_TEXTS_PER_PROCESS * n_process else 1
+    for i, doc in enumerate(nlp.pipe(texts, batch_size=batch_size, n_process=procs)):
         if progress is not None:
             progress(1)
         if len(doc) == 0:
@@ -277,11 +284,13 @@ def linguistic_features(
     language: str | Sequence[str] = "en",
     batch_size: int = 64,
     progress: Progress | None = None,
+    n_process: int = 1,
 ) -> np.ndarray:
     """The six linguistic features for each text, an (n, 6) float64 array.
 
     ``language`` is one code for all texts or one per text (texts are grouped by language).
-    ``progress`` is called with the number of texts done, as they are done.
+    ``progress`` is called with the number of texts done, as they are done. ``n_process``
+    spaCy processes tag large inputs in parallel (same output; at least 1,000 texts each).
     """
     texts = [str(t) for t in texts]
     n = len(texts)
@@ -301,5 +310,5 @@ def linguistic_features(
         if lang == "ja":
             out[idx] = _japanese_features(sub, progress)
         else:
-            out[idx] = _spacy_features(sub, lang, batch_size, progress)
+            out[idx] = _spacy_features(sub, lang, batch_size, progress, n_process)
     return out

@@ -123,7 +123,7 @@ class FeatureExtractor:
     "ja", or one code per text); ``cache`` on/off and ``cache_dir`` (default
     ``$QUORUM_CACHE_DIR`` or ``~/.cache/quorum``); ``show_progress``; ``batch_size`` for
     spaCy and the embedder; ``lower``/``upper`` percentiles of the scaler; ``n_threads``
-    for faiss.
+    for faiss; ``n_process`` spaCy processes for the linguistic features of large inputs.
 
     After ``fit``/``fit_transform``: ``feature_set_``, ``scaler_``, ``embeddings_``,
     ``language_``, ``model_``.
@@ -140,6 +140,7 @@ class FeatureExtractor:
         lower: float = 1.0,
         upper: float = 99.0,
         n_threads: int = 2,
+        n_process: int = 1,
     ) -> None:
         self.k = k
         self.language = language
@@ -150,6 +151,7 @@ class FeatureExtractor:
         self.lower = lower
         self.upper = upper
         self.n_threads = n_threads
+        self.n_process = n_process
 
     # -- language -----------------------------------------------------------
     def _languages(self, texts: list[str], language: str | Sequence[str] | None) -> list[str]:
@@ -189,7 +191,7 @@ class FeatureExtractor:
             bars = _Bars(self.show_progress)
             t = time.perf_counter()
             with bars.task("linguistic features", len(texts)) as prog:
-                ling = linguistic_features(texts, langs, self.batch_size, prog)
+                ling = linguistic_features(texts, langs, self.batch_size, prog, self.n_process)
             timings["linguistic"] = time.perf_counter() - t
             t = time.perf_counter()
             embedder = get_embedder(langs if langs else "en")
