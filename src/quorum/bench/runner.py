@@ -287,7 +287,7 @@ def warm_features(
         try:
             ds = load_dataset(name)
             fs = extract_dataset_features(ds, show_progress=progress, n_process=n_process)
-        except Exception as exc:  # noqa: BLE001 - the worker reports it with its runs
+        except Exception as exc:  # the worker reports it with its runs
             if log:
                 log(f"features of {name} left to the workers: {exc}")
             continue
@@ -330,9 +330,7 @@ def run_bench(
         )
     errors: list[str] = []
     if n_runs and n_workers > 1:
-        warm_features(
-            list(dict.fromkeys(g[0] for g in queues)), n_workers, progress, log
-        )
+        warm_features(list(dict.fromkeys(g[0] for g in queues)), n_workers, progress, log)
 
     def collect(task: Task, res: dict[str, Any]) -> None:
         if task.kind == "features":
