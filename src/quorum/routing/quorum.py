@@ -138,7 +138,8 @@ class QuorumRouter(Router):
         the panel dominated, i.e. no dearer LLM gains more accuracy per unit of money over
         the cheapest one than a human label does (Beta(1, 1)-smoothed calibration
         accuracies; the upper hull of (price, accuracy) holds only the cheapest LLM and
-        the human), else "bandit". Label tasks only; summaries always use "bandit".
+        the human), else "bandit". For summaries, accuracy is the mean similarity to the
+        human summary and an error is a similarity below ``summary_error_quantile``.
     probe_share : "auto"/"audit": share of the calibration items calibrated before the
         panel check (ours: 0.5); "audit" stops there, "bandit" calibrates the rest.
     dominance_z : standard errors taken off an LLM's measured gain in the panel check
@@ -522,7 +523,7 @@ class _Run:
             n_cal = min(n_cal, int((B - T * self.c_min) // (per_cal - self.c_min + _EPS)))
         n_cal = max(0, min(n_cal, T))
         order = np.argsort(-mahalanobis_uncertainty(self.phi), kind="stable") if n_cal else []
-        check = not self.summ and cfg.dollars_strategy != "bandit"
+        check = cfg.dollars_strategy != "bandit"
         # "auto"/"audit" first calibrate a probe, and only "bandit" needs the rest
         n_probe = math.ceil(cfg.probe_share * n_cal - _EPS) if check else n_cal
         cal = self._calibrate([int(t) for t in order[:n_probe]])
@@ -644,7 +645,9 @@ class _Run:
         right = np.zeros((len(judged), self.K))
         for i, t in enumerate(judged):
             outs = self.outputs(t)
-            right[i] = [outs.get(a) == outs[self.human] for a in self.llm_names]
+            right[i] = [
+                self.similarity_reward(outs.get(a), outs[self.human]) for a in self.llm_names
+            ]
         n = len(judged)
         acc = (right.sum(axis=0) + 1.0) / (n + 2.0)  # Beta(1, 1)-smoothed
         self.info["calibration_accuracy"] = dict(zip(self.llm_names, acc.tolist(), strict=True))
@@ -676,16 +679,28 @@ class _Run:
         n_h = max(0, min(n_h, len(rest)))
         if self.budget.humans_left is not None:
             n_h = min(n_h, self.budget.humans_left)
-        errs = [t for t in cal if self.outputs(t).get(cheap) != self.outputs(t).get(self.human)]
-        self.info["calibration_errors"] = len(errs)
-        rest = self._error_order(rest, cal, errs)
+        judged, errs = self._calibration_errors(cal, cheap)
+        rest = self._error_order(rest, judged, errs)
         # the trace keeps x_t and q_a(x_t) as in bandit routing (for the dashboard)
         b, p = self.budget.remaining_fraction, len(cal) / max(self.T, 1)
         X = self.contexts(rest, b, p, np.zeros((len(rest), self.K)))
         Q = np.column_stack([X @ self.post[a].mean_ for a in self.llm_names])
+        self._send_split(rest, n_h, cheap, "audit", X, Q)
+
+    def _send_split(
+        self,
+        rest: np.ndarray,
+        n_h: int,
+        cheap: str,
+        human_mode: str,
+        X: np.ndarray | None = None,
+        Q: np.ndarray | None = None,
+    ) -> None:
+        """The first ``n_h`` items of ``rest`` to the human, the others to ``cheap``."""
         for i, t in enumerate(rest):
-            arm, mode = (self.human, "audit") if i < n_h else (cheap, "llm")
-            self._log(int(t), "route", arm, mode, X[i], Q[i])
+            arm, mode = (self.human, human_mode) if i < n_h else (cheap, "llm")
+            x = None if X is None else X[i]
+            self._log(int(t), "route", arm, mode, x, None if Q is None else Q[i])
         reqs = [(self.ids[t], self.human) for t in rest[:n_h]]
         reqs += [(self.ids[t], cheap) for t in rest[n_h:]]
         for i in range(0, len(reqs), self.cfg.batch_size):
@@ -910,22 +925,7 @@ class _Run:
             self._log(t, "calibration", self.human, "calibration", None, None)
             self._log(t, "calibration", cheap, "calibration", None, None)
         self.rec.annotate_many(reqs, phase="calibration")
-        # errors of the cheapest LLM on the calibration slice
-        errs = []
-        sims = []
-        for t in cal:
-            outs = self.outputs(t)
-            y = outs.get(self.human)
-            if y is None:
-                continue
-            s = self.similarity_reward(outs.get(cheap), y)
-            sims.append((t, s))
-        if self.summ and sims:
-            cut = np.quantile([s for _, s in sims], cfg.summary_error_quantile)
-            errs = [t for t, s in sims if s < cut]
-        else:
-            errs = [t for t, s in sims if s < 1.0]
-        self.info["calibration_errors"] = len(errs)
+        judged, errs = self._calibration_errors(cal, cheap)
         rest = np.array([t for t in order[n_cal:]], dtype=int)
         n_h = B - len(cal)
         c_min = float(self.c.min())
@@ -933,17 +933,28 @@ class _Run:
             give_up = math.ceil(len(cal) * c_min / (self.c_h - c_min) - 1e-9)
             n_h = max(0, n_h - give_up)
             self.info["human_labels_given_up"] = give_up
-        rest = self._error_order(rest, [t for t, _ in sims], errs)
-        to_h = [int(t) for t in rest[:n_h]]
-        to_llm = [int(t) for t in rest[n_h:]]
-        for t in to_h:
-            self._log(t, "route", self.human, "error-centroid", None, None)
-        for t in to_llm:
-            self._log(t, "route", cheap, "llm", None, None)
-        reqs = [(self.ids[t], self.human) for t in to_h]
-        reqs += [(self.ids[t], cheap) for t in to_llm]
-        for i in range(0, len(reqs), cfg.batch_size):
-            self.rec.annotate_many(reqs[i : i + cfg.batch_size], phase="route")
+        rest = self._error_order(rest, judged, errs)
+        self._send_split(rest, n_h, cheap, "error-centroid")
+
+    def _calibration_errors(self, cal: list[int], cheap: str) -> tuple[list[int], list[int]]:
+        """Calibration items with a human label, and those where ``cheap`` got it wrong.
+
+        Summaries: wrong = similarity to the human summary below the
+        ``summary_error_quantile`` of the calibration similarities.
+        """
+        sims = []
+        for t in cal:
+            outs = self.outputs(t)
+            y = outs.get(self.human)
+            if y is not None:
+                sims.append((t, self.similarity_reward(outs.get(cheap), y)))
+        if self.summ and sims:
+            cut = np.quantile([s for _, s in sims], self.cfg.summary_error_quantile)
+            errs = [t for t, s in sims if s < cut]
+        else:
+            errs = [t for t, s in sims if s < 1.0]
+        self.info["calibration_errors"] = len(errs)
+        return [t for t, _ in sims], errs
 
     def _error_order(self, rest: np.ndarray, judged: list[int], errs: list[int]) -> np.ndarray:
         """``rest`` sorted so that the items most likely to be LLM errors come first.
