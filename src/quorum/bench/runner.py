@@ -230,6 +230,8 @@ def _machine() -> dict[str, Any]:
 
 
 def _git() -> dict[str, Any]:
+    """HEAD, and whether the code (``src/``, ``pyproject.toml``) differs from it. Taken when
+    the bench starts: docs edited while it runs do not make its results "uncommitted"."""
     import subprocess
 
     root = Path(__file__).resolve().parents[3]
@@ -242,7 +244,7 @@ def _git() -> dict[str, Any]:
             timeout=10,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            ["git", "status", "--porcelain", "--", "src", "pyproject.toml"],
             cwd=root,
             capture_output=True,
             text=True,
@@ -307,6 +309,7 @@ def run_bench(
 ) -> BenchRun:
     """Compute every run of ``cfg`` that is not cached under ``outdir/cache``."""
     t_start = time.perf_counter()
+    git = _git()
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime())
     out = Path(outdir).expanduser()
     cache_dir = out / "cache"
@@ -420,7 +423,7 @@ def run_bench(
         "load_before": list(load0) if load0 else None,
         "load_after": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "machine": _machine(),
-        "git": _git(),
+        "git": git,
         "errors": errors[:20],
     }
     return BenchRun(cfg, out, plan, runs, infos, timings, stats)
