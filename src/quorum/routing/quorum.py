@@ -3,7 +3,9 @@
 Dollars setting (Algorithm 1)
   1. Calibration: N_cal = floor(calibration_share * floor(B / c_H)) items with the highest
      Mahalanobis uncertainty u_t of phi(d_t) get a human label and every LLM's answer; the
-     rewards r_a = 1(y_hat_a == y) initialise the LLM posteriors.
+     rewards r_a = 1(y_hat_a == y) initialise the LLM posteriors. (Ours, by default: a probe
+     of half those items first; if no dearer LLM beats a human label on accuracy per unit of
+     money, the run is audited instead of routed, see ``dollars_strategy``.)
   2. Routing: every other item, in a random order, goes to the arm chosen by decaying
      epsilon-greedy on q_a = mu_a^T x_t, escalated to the human when max q < tau_H.
   3. Extra annotations: while money remains, the unsettled item with the highest priority
