@@ -358,3 +358,17 @@ def test_weak_summary_panel_is_audited():
     after = res.annotations[res.annotations["phase"] != "calibration"]
     assert set(after["annotator"]) <= {"gold", "c"}
     assert res.labels["output"].notna().all() and res.cost <= budget.limit + 1e-9
+
+
+def test_audit_never_picks_a_dead_cheapest_endpoint():
+    ds = make_dataset(300, acc=(0.30, 0.34, 0.36))
+
+    class CheapDead(RecordedSource):
+        def is_available(self, annotator: str) -> bool:
+            return annotator != "llm0"
+
+    res = QuorumRouter().route(problem_for(ds), CheapDead(ds), Budget(0.7 * 300 * 0.1), seed=0)
+    after = res.annotations[res.annotations["phase"] != "calibration"]
+    assert "llm0" not in set(after["annotator"])
+    assert res.info["dollars_strategy"] == "bandit"
+    assert res.labels["output"].notna().all()

@@ -653,7 +653,9 @@ class _Run:
         n = len(judged)
         acc = (right.sum(axis=0) + 1.0) / (n + 2.0)  # Beta(1, 1)-smoothed
         self.info["calibration_accuracy"] = dict(zip(self.llm_names, acc.tolist(), strict=True))
-        cheapest = [k for k in range(self.K) if self.c[k] <= self.c_min]
+        cheapest = [k for k in range(self.K) if self.c[k] <= self.c_min and self.alive(k)]
+        if not cheapest:  # the cheapest endpoints died (live): let the bandit route around
+            return self.llm_names[0], False
         j = max(cheapest, key=lambda k: acc[k])
         cheap = self.llm_names[j]
         if n < 2 or self.c_h <= self.c_min:
