@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from quorum.errors import UnsupportedTaskError
-from quorum.routing.base import Router, RoutingProblem, RoutingResult
+from quorum.routing.base import AnnotationSource, Router, RoutingProblem, RoutingResult
 from quorum.routing.budget import Budget
 from quorum.routing.outputs import LABEL_COLUMNS
 from quorum.routing.recorder import CallRecorder
@@ -54,6 +55,29 @@ def require_llm(router: Router, problem: RoutingProblem) -> None:
             f"{router.name} needs at least one machine annotator (LLM) in the task "
             f"{problem.task.name!r}; pass a panel with LLMs (e.g. --annotators)"
         )
+
+
+class LabelModelRouter(Router):
+    """Base of the routers that train a model over labels (ARAIDA, SANT): they refuse
+    summaries, need no extra money, and run ``_route`` under ``threadpool_limits(n_threads)``
+    (their numpy/scikit-learn models would otherwise take every core of a bench worker)."""
+
+    n_threads: int | None = 1
+
+    def extra_cost_estimate(self, problem: RoutingProblem, source: AnnotationSource) -> float:
+        require_labels(self, problem)
+        return 0.0
+
+    def route(
+        self, problem: RoutingProblem, source: AnnotationSource, budget: Budget, seed: int = 0
+    ) -> RoutingResult:
+        with threadpool_limits(self.n_threads):
+            return self._route(problem, source, budget, seed)
+
+    def _route(
+        self, problem: RoutingProblem, source: AnnotationSource, budget: Budget, seed: int
+    ) -> RoutingResult:
+        raise NotImplementedError
 
 
 def ranked(scores: np.ndarray, rng: np.random.Generator, descending: bool = True) -> np.ndarray:

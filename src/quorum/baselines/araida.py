@@ -31,9 +31,9 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
 
 from quorum.baselines._common import (
+    LabelModelRouter,
     affordable_humans,
     human_cap,
     item_vectors,
@@ -43,7 +43,7 @@ from quorum.baselines._common import (
     require_labels,
     require_llm,
 )
-from quorum.routing.base import AnnotationSource, Router, RoutingProblem, RoutingResult
+from quorum.routing.base import AnnotationSource, RoutingProblem, RoutingResult
 from quorum.routing.budget import Budget
 from quorum.routing.recorder import CallRecorder
 
@@ -119,7 +119,7 @@ def araida_scores(
     return lam[:, None] * p_model + (1.0 - lam[:, None]) * p_knn
 
 
-class ARAIDARouter(Router):
+class ARAIDARouter(LabelModelRouter):
     """Escalate the items whose output is least probable under the kNN-corrected ``p``.
 
     Parameters
@@ -157,16 +157,6 @@ class ARAIDARouter(Router):
         self.machine_output = machine_output
         self.labeller = labeller
         self.n_threads = n_threads
-
-    def extra_cost_estimate(self, problem: RoutingProblem, source: AnnotationSource) -> float:
-        require_labels(self, problem)
-        return 0.0
-
-    def route(
-        self, problem: RoutingProblem, source: AnnotationSource, budget: Budget, seed: int = 0
-    ) -> RoutingResult:
-        with threadpool_limits(self.n_threads):
-            return self._route(problem, source, budget, seed)
 
     def _route(
         self, problem: RoutingProblem, source: AnnotationSource, budget: Budget, seed: int

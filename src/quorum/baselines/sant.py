@@ -29,9 +29,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
-from threadpoolctl import threadpool_limits
 
 from quorum.baselines._common import (
+    LabelModelRouter,
     affordable_humans,
     human_cap,
     label_frame,
@@ -40,7 +40,7 @@ from quorum.baselines._common import (
     require_labels,
     require_llm,
 )
-from quorum.routing.base import AnnotationSource, Router, RoutingProblem, RoutingResult
+from quorum.routing.base import AnnotationSource, RoutingProblem, RoutingResult
 from quorum.routing.budget import Budget
 from quorum.routing.recorder import CallRecorder
 
@@ -99,7 +99,7 @@ def biweight(inf: np.ndarray, perr: np.ndarray, weight: float, normalize: str) -
     return weight * inf + (1.0 - weight) * perr
 
 
-class SANTRouter(Router):
+class SANTRouter(LabelModelRouter):
     """Send informative and error-prone items to humans, over a few rounds.
 
     Parameters
@@ -143,10 +143,6 @@ class SANTRouter(Router):
         self.labeller = labeller
         self.n_threads = n_threads
 
-    def extra_cost_estimate(self, problem: RoutingProblem, source: AnnotationSource) -> float:
-        require_labels(self, problem)
-        return 0.0
-
     def round_sizes(self, n_human: int) -> list[int]:
         """Humans per round: the warm start, then the rest split evenly."""
         if n_human <= 0:
@@ -156,12 +152,6 @@ class SANTRouter(Router):
         n0 = min(n_human, max(1, round(self.init_share * n_human)))
         rest = np.array_split(np.arange(n_human - n0), self.n_rounds - 1)
         return [n0] + [len(r) for r in rest]
-
-    def route(
-        self, problem: RoutingProblem, source: AnnotationSource, budget: Budget, seed: int = 0
-    ) -> RoutingResult:
-        with threadpool_limits(self.n_threads):
-            return self._route(problem, source, budget, seed)
 
     def _route(
         self, problem: RoutingProblem, source: AnnotationSource, budget: Budget, seed: int
