@@ -121,15 +121,16 @@ def with_variant(prep: Prepared, variant: str, seed: int, cache: dict | None = N
         return prep
     if variant == "random":
         phi, emb = random_features(prep, seed)
+        names = [f"random{i}" for i in range(phi.shape[1])]
     elif variant == "uncertainty":
         hit = cache.get("uncertainty") if cache is not None else None
         if hit is None:
             hit = uncertainty_features(prep)
             if cache is not None:
                 cache["uncertainty"] = hit
-        phi, emb, _ = hit
+        phi, emb, names = hit
         if prep.embeddings is None:
             emb = None
     else:
         raise ValueError(f"unknown feature variant {variant!r}; choose one of {VARIANTS}")
-    return dataclasses.replace(prep, phi=phi, embeddings=emb)
+    return dataclasses.replace(prep, phi=phi, embeddings=emb, feature_names=list(names))

@@ -182,12 +182,17 @@ def budget_figure(run: BenchRun, setting: str, path: Path) -> Path | None:
 
 
 def pretty_context_names(names: list[str], feature_names: list[str]) -> list[str]:
+    """Context column names for plots.
+
+    Runs carry real names (``ContextBuilder.names_``); traces cached by older versions
+    carry ``phi<i>``/``m:<llm>`` placeholders, mapped here to ``feature_names``.
+    """
     out = []
     for n in names:
         if n.startswith("phi") and n[3:].isdigit() and int(n[3:]) < len(feature_names):
             out.append(feature_names[int(n[3:])])
         elif n.startswith("m:"):
-            out.append(f"mask[{n[2:]}]")
+            out.append(f"m[{n[2:]}]")
         else:
             out.append(n)
     return out

@@ -144,3 +144,70 @@ def context_names(
     """Column names of :func:`context_vector`: features, ``b``, ``p``, ``m[<llm>]``, ``bias``."""
     names = [*feature_names, "b", "p", *(f"m[{a}]" for a in llm_names)]
     return [*names, "bias"] if bias else names
+
+
+class ContextBuilder:
+    """Builds the router context x_t = [phi(d_t), b_t, p_t, m_t, 1] for one run's items.
+
+    ``phi`` (T, m) is validated once; :meth:`row` and :meth:`rows` then assemble contexts
+    without per-call checks (the router calls them for every decision). ``names_`` are
+    the column names (feature names, ``b``, ``p``, ``m[<llm>]``, ``bias``), carried so that
+    posterior weights can be read by name.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ctx = ContextBuilder(np.array([[0.2, 0.4]]), ["len", "knn1"], ["gpt", "claude"])
+    >>> ctx.row(0, b=0.5, p=0.0, mask=np.array([1.0, 0.0])).tolist()
+    [0.2, 0.4, 0.5, 0.0, 1.0, 0.0, 1.0]
+    >>> ctx.names_
+    ['len', 'knn1', 'b', 'p', 'm[gpt]', 'm[claude]', 'bias']
+    """
+
+    def __init__(
+        self,
+        phi: np.ndarray,
+        feature_names: Sequence[str] | None,
+        llm_names: Sequence[str],
+        bias: bool = True,
+    ) -> None:
+        phi = np.asarray(phi, dtype=np.float64)
+        if phi.ndim != 2:
+            raise ValueError(f"phi must be 2-d (n, m), got shape {phi.shape}")
+        if not np.isfinite(phi).all():
+            raise ValueError("phi contains NaN or inf: normalise it with FeatureScaler first")
+        m = phi.shape[1]
+        if feature_names is None:
+            feature_names = [f"phi{i}" for i in range(m)]
+        if len(feature_names) != m:
+            raise ValueError(f"{len(feature_names)} feature names for {m} feature columns")
+        self.phi = phi
+        self.bias = bias
+        self.n_features = m
+        self.n_llms = len(llm_names)
+        self.names_ = context_names(feature_names, llm_names, bias)
+        #: column of b_t and of p_t in x_t
+        self.b_index = m
+        self.p_index = m + 1
+
+    @property
+    def dim(self) -> int:
+        return len(self.names_)
+
+    def row(self, t: int, b: float, p: float, mask: np.ndarray) -> np.ndarray:
+        """x_t for item ``t`` with remaining budget fraction ``b``, progress ``p``, mask m_t."""
+        parts = [self.phi[t], [b, p], mask]
+        if self.bias:
+            parts.append([1.0])
+        return np.concatenate(parts)
+
+    def rows(
+        self, idx: Sequence[int] | np.ndarray, b: float, p: float, mask: np.ndarray
+    ) -> np.ndarray:
+        """x_t for the items ``idx`` at once, ``mask`` (len(idx), K)."""
+        idx = np.asarray(idx, dtype=int)
+        n = len(idx)
+        parts = [self.phi[idx], np.full((n, 1), b), np.full((n, 1), p), mask]
+        if self.bias:
+            parts.append(np.ones((n, 1)))
+        return np.hstack(parts)

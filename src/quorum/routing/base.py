@@ -93,6 +93,8 @@ class RoutingProblem:
     setting: Setting = "dollars"
     #: auditor setting: number of human labels allowed (B in Algorithm 2)
     human_budget: int | None = None
+    #: names of the columns of ``phi`` (default ``phi0``, ``phi1``, ...)
+    feature_names: list[str] | None = None
 
     def __post_init__(self) -> None:
         self.item_ids = np.asarray(self.item_ids, dtype=object).astype(str)
@@ -103,6 +105,12 @@ class RoutingProblem:
             )
         if self.embeddings is not None and len(self.embeddings) != len(self.item_ids):
             raise ValueError("embeddings must have one row per item")
+        if self.feature_names is None:
+            self.feature_names = [f"phi{i}" for i in range(self.phi.shape[1])]
+        elif len(self.feature_names) != self.phi.shape[1]:
+            raise ValueError(
+                f"{len(self.feature_names)} feature names for {self.phi.shape[1]} columns of phi"
+            )
 
     @property
     def n_items(self) -> int:

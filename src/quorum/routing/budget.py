@@ -139,3 +139,85 @@ class Reservation:
         if self.human:
             b.human_reserved -= 1
         self.done = True
+
+
+@dataclass
+class SpendingPlan:
+    """Phase 2's plan of the money, item by item, ahead of the calls (ours).
+
+    Phase 2 routes a batch of items before the batch is paid for, so its b_t and its
+    limits come from *planned* prices, not from outcomes: ``left`` starts at the money
+    the :class:`Budget` has when phase 2 starts and drops by each planned price. Every
+    item keeps the cheapest price c_min; what an arm costs above it is drawn from a pool
+    paced over the ``n_items`` items (``pacing``): item j may use ``pool (j + 1) / n``
+    minus what earlier items drew. The Budget still reserves every real call.
+
+    >>> plan = SpendingPlan(left=10.0, floor_price=0.01, n_items=100)
+    >>> plan.allowance(0, pool=2.0), plan.fits(0.05, 0, plan.allowance(0, pool=2.0))
+    (0.02, False)
+    >>> plan.take(0.01); round(plan.left, 2)
+    9.99
+    """
+
+    left: float
+    floor_price: float
+    n_items: int
+    pacing: bool = True
+    extra_spent: float = 0.0
+
+    def allowance(self, j: int, pool: float) -> float:
+        """What item j (0-based) may spend above c_min, out of ``pool``."""
+        paced = pool * (j + 1) / self.n_items if self.pacing else pool
+        return paced - self.extra_spent
+
+    def keep(self, j: int) -> float:
+        """Money kept so that every item after item j still gets c_min."""
+        return (self.n_items - j - 1) * self.floor_price
+
+    def fits(self, price: float, j: int, allowance: float) -> bool:
+        """True if item j may take an arm at ``price`` under ``allowance``."""
+        return (
+            price - self.floor_price <= allowance + _PLAN_EPS
+            and self.left - price >= self.keep(j) - _PLAN_EPS
+        )
+
+    def covers_floor(self, j: int) -> bool:
+        """True if item j can still get the cheapest arm."""
+        return self.left - self.floor_price >= self.keep(j) - _PLAN_EPS
+
+    def take(self, price: float) -> None:
+        """Item routed to an arm at ``price``."""
+        self.left -= price
+        self.extra_spent += price - self.floor_price
+
+
+_PLAN_EPS = 1e-9
+
+
+def budget_for_setting(
+    setting: str,
+    fraction: float,
+    n_items: int,
+    human_price: float,
+    cheapest_price: float = 0.0,
+    extra: float = 0.0,
+) -> tuple[Budget, int | None]:
+    """The paper's budget fraction as money: (Budget, number of human labels or None).
+
+    - dollars: limit = fraction * T * c_H, a share of labelling every item by humans;
+    - auditor: B = round(fraction * T) human labels; limit = B c_H + T c_min + ``extra``,
+      the cost of the paper's allocation plus what a method's uncertainty estimation
+      needs (``Router.extra_cost_estimate``).
+
+    >>> budget_for_setting("dollars", 0.3, 100, 0.1)[0].limit
+    3.0
+    >>> b, n_h = budget_for_setting("auditor", 0.1, 100, 0.1, 0.01); (n_h, round(b.limit, 6))
+    (10, 2.0)
+    """
+    if setting == "auditor":
+        n_h = round(fraction * n_items)
+        limit = n_h * human_price + n_items * cheapest_price + extra
+        return Budget(limit=limit, human_limit=n_h), n_h
+    if setting == "dollars":
+        return Budget(limit=fraction * n_items * human_price), None
+    raise ValueError(f"setting must be 'dollars' or 'auditor', got {setting!r}")

@@ -24,33 +24,41 @@ Choices the paper leaves open are parameters, documented in docs/router.md.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
 from quorum.data.schema import TaskType
+from quorum.features.context import ContextBuilder
 from quorum.routing.aggregation import CentroidSummary, WeightedMajorityVote, disagreement
+from quorum.routing.auditing import (
+    audit_human_count,
+    calibration_error_mask,
+    cost_match_give_up,
+    error_order,
+)
 from quorum.routing.base import AnnotationSource, Router, RoutingProblem, RoutingResult
-from quorum.routing.budget import Budget
+from quorum.routing.budget import Budget, SpendingPlan
+from quorum.routing.calibration import (
+    calibration_order,
+    calibration_size,
+    mahalanobis_uncertainty,
+    panel_check,
+    probe_size,
+)
 from quorum.routing.outputs import LABEL_COLUMNS
-from quorum.routing.policy import EpsilonGreedyPolicy
+from quorum.routing.policy import (
+    EpsilonGreedyPolicy,
+    adaptive_tau,
+    lagrangian_choice,
+    shadow_price,
+    value_choice,
+)
 from quorum.routing.posterior import BayesianLinearPosterior
 from quorum.routing.recorder import CallRecorder
 
+__all__ = ["QuorumRouter", "mahalanobis_uncertainty"]
+
 _EPS = 1e-9
-
-
-def mahalanobis_uncertainty(phi: np.ndarray) -> np.ndarray:
-    """u_t = sqrt((phi_t - mu)^T Sigma^-1 (phi_t - mu)), with a pseudo-inverse for rank loss."""
-    phi = np.asarray(phi, dtype=np.float64)
-    if len(phi) < 2:
-        return np.zeros(len(phi))
-    mu = phi.mean(axis=0)
-    cov = np.atleast_2d(np.cov(phi, rowvar=False))
-    inv = np.linalg.pinv(cov)
-    d = phi - mu
-    return np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", d, inv, d), 0.0))
 
 
 class QuorumRouter(Router):
@@ -315,9 +323,12 @@ class _Run:
         else:
             self.agg = WeightedMajorityVote(cfg.w_human, cfg.w_llm, cfg.consensus_threshold)
         self.phi = problem.phi
-        self.m = self.phi.shape[1]
-        self.dim = self.m + 2 + self.K + (1 if cfg.include_bias else 0)
-        bp = slice(self.m, self.m + 2)  # b_t, p_t
+        self.ctx = ContextBuilder(
+            self.phi, problem.feature_names, self.llm_names, bias=cfg.include_bias
+        )
+        self.m = self.ctx.n_features
+        self.dim = self.ctx.dim
+        bp = slice(self.ctx.b_index, self.ctx.p_index + 1)  # b_t, p_t
         pv_llm = np.full(self.dim, float(cfg.prior_var_llm))
         pv_llm[bp] = cfg.budget_prior_var
         pv_h = np.full(self.dim, float(cfg.prior_var_human))
@@ -340,34 +351,17 @@ class _Run:
 
     # ----------------------------------------------------------- context
     def context(self, t: int, b: float, p: float, mask: np.ndarray | None = None) -> np.ndarray:
-        """x_t = [phi(d_t), b_t, p_t, m_t, 1]."""
-        parts = [self.phi[t], [b, p], self.mask[t] if mask is None else mask]
-        if self.cfg.include_bias:
-            parts.append([1.0])
-        return np.concatenate(parts)
+        """x_t = [phi(d_t), b_t, p_t, m_t, 1]; ``mask`` defaults to m_t."""
+        return self.ctx.row(t, b, p, self.mask[t] if mask is None else mask)
 
     def contexts(self, idx, b: float, p: float, mask: np.ndarray | None = None) -> np.ndarray:
         """x_t for many items at once (rows of ``idx``); ``mask`` defaults to m_t."""
         idx = np.asarray(idx, dtype=int)
-        n = len(idx)
-        parts = [
-            self.phi[idx],
-            np.full((n, 1), b),
-            np.full((n, 1), p),
-            self.mask[idx] if mask is None else mask,
-        ]
-        if self.cfg.include_bias:
-            parts.append(np.ones((n, 1)))
-        return np.hstack(parts)
+        return self.ctx.rows(idx, b, p, self.mask[idx] if mask is None else mask)
 
     def difficulty(self, X: np.ndarray) -> np.ndarray:
         """D_t = (1/K) sum_a x_t^T Sigma_a x_t for the rows of X."""
         return np.mean([self.post[a].variance(X) for a in self.llm_names], axis=0)
-
-    def context_names(self) -> list[str]:
-        names = [f"phi{i}" for i in range(self.m)] + ["b_t", "p_t"]
-        names += [f"m:{a}" for a in self.llm_names]
-        return names + (["bias"] if self.cfg.include_bias else [])
 
     def alive(self, k: int) -> bool:
         """False once a live source has declared arm k's endpoint dead."""
@@ -408,8 +402,8 @@ class _Run:
             "arm": arm,
             "mode": mode,
             "epsilon": self.policy.epsilon(self.step),
-            "b_t": float(x[self.m]) if x is not None else np.nan,
-            "p_t": float(x[self.m + 1]) if x is not None else np.nan,
+            "b_t": float(x[self.ctx.b_index]) if x is not None else np.nan,
+            "p_t": float(x[self.ctx.p_index]) if x is not None else np.nan,
             "price": self.rec.price(arm) if arm != "-" else 0.0,
             "budget_left": self.budget.remaining,
             "priority": priority,
@@ -516,18 +510,13 @@ class _Run:
             self.info["note"] = "budget below one annotation: nothing was annotated"
             return
         # Phase 1: calibration ------------------------------------------------
-        per_cal = self.c_h + self.c.sum()
-        if cfg.calibration_budget == "money":
-            n_cal = math.floor(cfg.calibration_share * B / per_cal + _EPS)
-        else:
-            n_cal = math.floor(cfg.calibration_share * math.floor(B / self.c_h + _EPS))
-        if per_cal > self.c_min:
-            n_cal = min(n_cal, int((B - T * self.c_min) // (per_cal - self.c_min + _EPS)))
-        n_cal = max(0, min(n_cal, T))
-        order = np.argsort(-mahalanobis_uncertainty(self.phi), kind="stable") if n_cal else []
+        n_cal = calibration_size(
+            B, T, self.c, self.c_h, cfg.calibration_share, cfg.calibration_budget
+        )
+        order = calibration_order(self.phi) if n_cal else []
         check = cfg.dollars_strategy != "bandit"
         # "auto"/"audit" first calibrate a probe, and only "bandit" needs the rest
-        n_probe = math.ceil(cfg.probe_share * n_cal - _EPS) if check else n_cal
+        n_probe = probe_size(n_cal, cfg.probe_share) if check else n_cal
         cal = self._calibrate([int(t) for t in order[:n_probe]])
         if check:
             cheap, dominated = self._panel_check(cal)
@@ -548,51 +537,46 @@ class _Run:
         n_rest = len(rest)
         spare = self.budget.remaining - n_rest * self.c_min
         working = max(0.0, (1.0 - cfg.reserve_share) * spare)
-        planned_left = self.budget.remaining  # b_t from planned prices (outcome-independent)
-        extra_spent = 0.0
+        # b_t and the limits come from planned prices (outcome-independent)
+        plan = SpendingPlan(self.budget.remaining, self.c_min, n_rest, cfg.pacing)
         pending: list[tuple[int, str]] = []
         lam = self._shadow_price(rest, working) if cfg.phase2_rule == "lagrangian" else 0.0
         self.info["shadow_price"] = lam
         for j, t in enumerate(rest):
-            b = max(0.0, planned_left / self.budget.limit)
+            b = max(0.0, plan.left / self.budget.limit)
             x = self.context(t, b, (len(cal) + j) / T, np.zeros(self.K))
             q = self.q_values(x)
-            allow = working * (j + 1) / n_rest if cfg.pacing else working
-            allow -= extra_spent
+            allow = plan.allowance(j, working)
             # paper rule: escalations may pace on all the spare money, not only the working
             # share; the Lagrangian rule planned its humans inside the working share
-            if cfg.phase2_rule == "paper":
-                allow_h = (spare * (j + 1) / n_rest if cfg.pacing else spare) - extra_spent
-            else:
-                allow_h = allow
-            keep = (n_rest - j - 1) * self.c_min
-            fits = [
-                k
-                for k in range(self.K)
-                if self.c[k] - self.c_min <= allow + _EPS
-                and planned_left - self.c[k] >= keep - _EPS
-                and self.alive(k)
-            ]
+            allow_h = plan.allowance(j, spare) if cfg.phase2_rule == "paper" else allow
+            fits = [k for k in range(self.K) if plan.fits(self.c[k], j, allow) and self.alive(k)]
             if not fits:
                 live = [k for k in np.argsort(self.c, kind="stable") if self.alive(int(k))]
-                fits = [int(live[0])] if live and planned_left - self.c_min >= keep - _EPS else []
-            human_ok = (
-                self.c_h - self.c_min <= allow_h + _EPS
-                and planned_left - self.c_h >= keep - _EPS
-                and self.budget.can_afford(self.c_h, human=True)
+                fits = [int(live[0])] if live and plan.covers_floor(j) else []
+            human_ok = plan.fits(self.c_h, j, allow_h) and self.budget.can_afford(
+                self.c_h, human=True
             )
             if cfg.phase2_rule == "lagrangian":
                 q_lo = self.q_lower(x) if cfg.pessimism > 0 else q
-                k, mode = self._lagrangian_choice(q_lo, fits, human_ok, lam, len(cal) + j)
+                k, mode = lagrangian_choice(
+                    q_lo[fits],
+                    self.c[fits],
+                    self.c_h,
+                    human_ok=human_ok,
+                    lam=lam,
+                    human_quality=cfg.human_quality,
+                    tau_h=cfg.tau_h,
+                    epsilon=self.policy.epsilon(len(cal) + j),
+                    rng=self.rng,
+                )
             else:
                 scores = q[fits] - cfg.cost_penalty * self.c[fits] / self.c_h
                 policy = self.policy
                 if cfg.adaptive_tau and n_rest:
-                    per_item = max(0.0, spare - extra_spent) / max(1, n_rest - j)
+                    per_item = max(0.0, spare - plan.extra_spent) / max(1, n_rest - j)
                     ratio = min(1.0, per_item / max(self.c_h - self.c_min, _EPS))
-                    policy = EpsilonGreedyPolicy(
-                        cfg.epsilon0, cfg.gamma, cfg.tau_h + (1.0 - cfg.tau_h) * ratio
-                    )
+                    policy = policy.with_tau(adaptive_tau(cfg.tau_h, ratio))
                 k, mode = policy.select(
                     q[fits], len(cal) + j, self.rng, human_allowed=human_ok, scores=scores
                 )
@@ -601,8 +585,7 @@ class _Run:
                 continue
             arm = self.human if k is None else self.llm_names[fits[k]]
             price = self.c_h if k is None else float(self.c[fits[k]])
-            planned_left -= price
-            extra_spent += price - self.c_min
+            plan.take(price)
             self.asked_x[(t, arm)] = x
             if k is not None:
                 self.mask[t, fits[k]] = 1.0
@@ -636,12 +619,10 @@ class _Run:
         return list(cal)
 
     def _panel_check(self, cal: list[int]) -> tuple[str, bool]:
-        """The cheapest LLM to audit, and whether the panel is dominated (``dollars_strategy``).
+        """The cheapest LLM to audit with, and whether the panel is dominated.
 
-        An LLM a "pays" when even a pessimistic estimate of its gain over the cheapest LLM,
-        mean paired difference minus ``dominance_z`` standard errors, buys more accuracy per
-        unit of money than a human label: (gain_a) / (c_a - c_min) > (q_H - acc_min) /
-        (c_H - c_min). The panel is dominated when no LLM pays.
+        Rewards of every LLM on the human-labelled calibration items go to
+        :func:`~quorum.routing.calibration.panel_check` (``dollars_strategy``).
         """
         judged = [t for t in cal if self.human in self.outputs(t)]
         right = np.zeros((len(judged), self.K))
@@ -650,39 +631,32 @@ class _Run:
             right[i] = [
                 self.similarity_reward(outs.get(a), outs[self.human]) for a in self.llm_names
             ]
-        n = len(judged)
-        acc = (right.sum(axis=0) + 1.0) / (n + 2.0)  # Beta(1, 1)-smoothed
-        self.info["calibration_accuracy"] = dict(zip(self.llm_names, acc.tolist(), strict=True))
-        cheapest = [k for k in range(self.K) if self.c[k] <= self.c_min and self.alive(k)]
-        if not cheapest:  # the cheapest endpoints died (live): let the bandit route around
-            return self.llm_names[0], False
-        j = max(cheapest, key=lambda k: acc[k])
-        cheap = self.llm_names[j]
-        if n < 2 or self.c_h <= self.c_min:
-            return cheap, False
-        slope_h = (self.cfg.human_quality - acc[j]) / (self.c_h - self.c_min)
-        for k in range(self.K):
-            if self.c[k] <= self.c_min:
-                continue
-            d = right[:, k] - right[:, j]
-            gain = acc[k] - acc[j] - self.cfg.dominance_z * d.std(ddof=1) / math.sqrt(n)
-            if gain / (self.c[k] - self.c_min) > slope_h:
-                return cheap, False
-        return cheap, True
+        alive = np.array([self.alive(k) for k in range(self.K)], dtype=bool)
+        check = panel_check(
+            right,
+            self.c,
+            self.c_h,
+            alive,
+            human_quality=self.cfg.human_quality,
+            dominance_z=self.cfg.dominance_z,
+        )
+        self.info["calibration_accuracy"] = dict(
+            zip(self.llm_names, check.accuracy.tolist(), strict=True)
+        )
+        return self.llm_names[check.cheap], check.dominated
 
     def _audit_rest(self, cal: list[int], cheap: str) -> None:
         """Dollars, "audit": the cheapest LLM on every item left, humans on its likely errors."""
         in_cal = np.zeros(self.T, dtype=bool)
         in_cal[cal] = True
         rest = np.array([t for t in self.rng.permutation(self.T) if not in_cal[t]], dtype=int)
-        c_cheap = self.rec.price(cheap)
-        money = self.budget.remaining
-        n_h = 0
-        if self.c_h > c_cheap:
-            n_h = int((money - len(rest) * c_cheap) // (self.c_h - c_cheap) + _EPS)
-        n_h = max(0, min(n_h, len(rest)))
-        if self.budget.humans_left is not None:
-            n_h = min(n_h, self.budget.humans_left)
+        n_h = audit_human_count(
+            self.budget.remaining,
+            len(rest),
+            self.rec.price(cheap),
+            self.c_h,
+            self.budget.humans_left,
+        )
         judged, errs = self._calibration_errors(cal, cheap)
         rest = self._error_order(rest, judged, errs)
         # the trace keeps x_t and q_a(x_t) as in bandit routing (for the dashboard)
@@ -711,52 +685,18 @@ class _Run:
             self.rec.annotate_many(reqs[i : i + self.cfg.batch_size], phase="route")
 
     def _shadow_price(self, rest: list[int], working: float) -> float:
-        """lambda such that giving each item argmax_a (q_a - lambda c_a / c_H) fits the money.
+        """lambda for phase 2 (:func:`~quorum.routing.policy.shadow_price`).
 
-        The human is an arm with quality ``human_quality``. This is the Lagrangian relaxation
-        of "maximise the summed expected quality subject to the phase-2 budget".
+        The human is an arm with quality ``human_quality``; the money is what phase 2 may
+        spend: the cheapest LLM on every item plus the working share.
         """
-        cfg = self.cfg
         if not rest:
             return 0.0
         b = self.budget.remaining_fraction
         X = self.contexts(rest, b, 0.5, np.zeros((len(rest), self.K)))
-        Q = np.column_stack([self.q_lower(X), np.full(len(rest), cfg.human_quality)])
+        Q = np.column_stack([self.q_lower(X), np.full(len(rest), self.cfg.human_quality)])
         price = np.append(self.c, self.c_h) / self.c_h
-        money = len(rest) * self.c_min + working
-
-        def cost(lam: float) -> float:
-            pick = np.argmax(Q - lam * price, axis=1)
-            return float(price[pick].sum() * self.c_h)
-
-        lo, hi = 0.0, 1.0
-        while cost(hi) > money and hi < 1e6:
-            hi *= 2.0
-        if cost(lo) <= money:
-            return 0.0
-        for _ in range(50):
-            mid = (lo + hi) / 2.0
-            if cost(mid) > money:
-                lo = mid
-            else:
-                hi = mid
-        return hi
-
-    def _lagrangian_choice(
-        self, q: np.ndarray, fits: list[int], human_ok: bool, lam: float, t: int
-    ) -> tuple[int | None, str]:
-        cfg = self.cfg
-        if not fits:
-            return (None, "escalate") if human_ok else (None, "none")
-        if self.rng.random() < self.policy.epsilon(t):
-            return int(self.rng.integers(len(fits))), "explore"
-        scores = q[fits] - lam * self.c[fits] / self.c_h
-        best = int(np.argmax(scores))
-        if human_ok and cfg.human_quality - lam > scores[best]:
-            return None, "shadow-price"
-        if human_ok and float(q[fits][best]) < cfg.tau_h:
-            return None, "escalate"
-        return best, "exploit"
+        return shadow_price(Q, price, self.c_h, len(rest) * self.c_min + working)
 
     def _flush(self, pending: list[tuple[int, str]]) -> None:
         if pending:
@@ -823,8 +763,7 @@ class _Run:
                 if cfg.adaptive_tau:
                     need = max(1.0, float(open_.sum())) * self.c_h
                     ratio = min(1.0, self.budget.remaining / need)
-                    tau_t = cfg.tau_h + (1.0 - cfg.tau_h) * ratio
-                    policy = EpsilonGreedyPolicy(cfg.epsilon0, cfg.gamma, tau_t)
+                    policy = policy.with_tau(adaptive_tau(cfg.tau_h, ratio))
                 k, mode = policy.select(
                     qs, self.step, self.rng, human_allowed=human_ok, scores=scores
                 )
@@ -863,26 +802,25 @@ class _Run:
     def _value_choice(
         self, t: int, q: np.ndarray, fits: list[int], human_ok: bool
     ) -> tuple[int | None, str]:
-        """Expected errors fixed per unit of money (see ``extra_arm_rule``)."""
-        if fits and self.rng.random() < self.policy.epsilon(self.step):
-            return int(self.rng.integers(len(fits))), "explore"
+        """Arm for item t's next annotation (:func:`~quorum.routing.policy.value_choice`).
+
+        p, the chance that the current label is right, is the q of its best agreeing LLM.
+        """
+        # the exploration draw comes first, as in value_choice (aggregation uses no rng)
         qc = np.clip(q, 0.0, 1.0)
         outs = self.outputs(t)
         y, _, _ = self.aggregate(t)
         agree = [k for k, a in enumerate(self.llm_names) if a in outs and outs[a] == y]
         p = float(qc[agree].max()) if agree else 0.0
-        best_k, best_v, mode = None, -np.inf, "value"
-        if human_ok:
-            best_v = (1.0 - p) / self.c_h
-        for j, k in enumerate(fits):
-            qb = float(qc[k])
-            p_dis = (1.0 - p) * qb + p * (1.0 - qb)
-            v = (1.0 - p) * qb / (self.c[k] + p_dis * self.c_h)
-            if v > best_v:
-                best_k, best_v = j, v
-        if best_k is None and not human_ok:
-            return (0, "value") if fits else (None, "none")
-        return best_k, mode
+        return value_choice(
+            qc[fits],
+            self.c[fits],
+            self.c_h,
+            p,
+            human_ok=human_ok,
+            epsilon=self.policy.epsilon(self.step),
+            rng=self.rng,
+        )
 
     def leftover_humans(self, n_asked: np.ndarray) -> None:
         """Money left after refinement buys human labels, highest priority first."""
@@ -932,70 +870,45 @@ class _Run:
         judged, errs = self._calibration_errors(cal, cheap)
         rest = np.array([t for t in order[n_cal:]], dtype=int)
         n_h = B - len(cal)
-        c_min = float(self.c.min())
-        if cfg.auditor_cost_match and len(cal) and self.c_h > c_min:
-            give_up = math.ceil(len(cal) * c_min / (self.c_h - c_min) - 1e-9)
+        if cfg.auditor_cost_match and len(cal) and self.c_h > self.c_min:
+            give_up = cost_match_give_up(len(cal), self.c_min, self.c_h)
             n_h = max(0, n_h - give_up)
             self.info["human_labels_given_up"] = give_up
         rest = self._error_order(rest, judged, errs)
         self._send_split(rest, n_h, cheap, "error-centroid")
 
     def _calibration_errors(self, cal: list[int], cheap: str) -> tuple[list[int], list[int]]:
-        """Calibration items with a human label, and those where ``cheap`` got it wrong.
-
-        Summaries: wrong = similarity to the human summary below the
-        ``summary_error_quantile`` of the calibration similarities.
-        """
-        sims = []
+        """Calibration items with a human label, and those where ``cheap`` got it wrong."""
+        judged, sims = [], []
         for t in cal:
             outs = self.outputs(t)
             y = outs.get(self.human)
             if y is not None:
-                sims.append((t, self.similarity_reward(outs.get(cheap), y)))
-        if self.summ and sims:
-            cut = np.quantile([s for _, s in sims], self.cfg.summary_error_quantile)
-            errs = [t for t, s in sims if s < cut]
-        else:
-            errs = [t for t, s in sims if s < 1.0]
+                judged.append(t)
+                sims.append(self.similarity_reward(outs.get(cheap), y))
+        wrong = calibration_error_mask(np.array(sims), self.summ, self.cfg.summary_error_quantile)
+        errs = [t for t, w in zip(judged, wrong, strict=True) if w]
         self.info["calibration_errors"] = len(errs)
-        return [t for t, _ in sims], errs
+        return judged, errs
 
     def _error_order(self, rest: np.ndarray, judged: list[int], errs: list[int]) -> np.ndarray:
-        """``rest`` sorted so that the items most likely to be LLM errors come first.
-
-        ``judged`` are calibration items with a human label, ``errs`` those of them that the
-        LLM got wrong (``auditor_rule``: kNN error rate or distance to the error centroid).
-        """
+        """``rest``, likeliest errors of the cheapest LLM first (``auditor_rule``)."""
         cfg = self.cfg
         space = self.p.embeddings if cfg.auditor_space == "embedding" else None
         if space is None:
             space = self.phi
-        if cfg.auditor_rule == "knn" and len(errs) >= 1 and len(rest):
-            judged_a = np.asarray(judged, dtype=int)
-            is_err = np.isin(judged_a, errs).astype(float)
-            k = max(1, min(cfg.auditor_k, len(judged_a) // 4))
-            if cfg.auditor_space == "embedding":
-                d = 1.0 - space[rest] @ space[judged_a].T
-            else:
-                d = np.linalg.norm(space[rest][:, None, :] - space[judged_a][None], axis=2)
-            nn = np.argpartition(d, k - 1, axis=1)[:, :k]
-            score = is_err[nn].mean(axis=1)
-            # ties (common with few calibration items) go to the items nearest the errors
-            tie = d[:, is_err > 0].min(axis=1)
-            self.info["auditor_order"] = "knn-error-rate"
-            return rest[np.lexsort((tie, -score))]
-        if len(errs) >= 2 and len(rest):
-            centroid = space[errs].mean(axis=0)
-            if cfg.auditor_space == "embedding":
-                nrm = np.linalg.norm(centroid)
-                centroid = centroid / nrm if nrm > 0 else centroid
-                dist = 1.0 - space[rest] @ centroid
-            else:
-                dist = np.linalg.norm(space[rest] - centroid, axis=1)
-            self.info["auditor_order"] = "error-centroid"
-            return rest[np.argsort(dist, kind="stable")]
-        self.info["auditor_order"] = "random (fewer than 2 calibration errors)"
-        return rest
+        judged_a = np.asarray(judged, dtype=int)
+        order, how = error_order(
+            rest,
+            judged_a,
+            np.isin(judged_a, errs),
+            space,
+            rule=cfg.auditor_rule,
+            k=cfg.auditor_k,
+            cosine=cfg.auditor_space == "embedding",
+        )
+        self.info["auditor_order"] = how
+        return order
 
     # ------------------------------------------------------------ result
     def result(self) -> RoutingResult:
@@ -1018,7 +931,7 @@ class _Run:
                 }
             )
         labels = pd.DataFrame(rows, columns=LABEL_COLUMNS)
-        self.info["context_names"] = self.context_names()
+        self.info["context_names"] = list(self.ctx.names_)
         self.info["posterior_means"] = {a: p.mean_.tolist() for a, p in self.post.items()}
         self.info["posterior_means"][self.human] = self.post_h.mean_.tolist()
         return RoutingResult(

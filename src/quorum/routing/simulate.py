@@ -22,7 +22,7 @@ from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, Dataset, TaskSpec, Tas
 from quorum.errors import DataValidationError, UnsupportedTaskError
 from quorum.metrics import accuracy, machine_cumulative_accuracy, rouge1
 from quorum.routing.base import Router, RoutingProblem, RoutingResult
-from quorum.routing.budget import Budget
+from quorum.routing.budget import Budget, budget_for_setting
 from quorum.routing.registry import make_router
 from quorum.routing.replay import RecordedSource
 
@@ -87,6 +87,7 @@ class Prepared:
     embeddings: np.ndarray | None
     source: RecordedSource
     feature_seconds: float = 0.0
+    feature_names: list[str] | None = None
 
 
 def prepare(
@@ -113,7 +114,8 @@ def prepare(
     if task.type is TaskType.summarization:
         embed_fn = _fixed_embeddings(ds)
     src = RecordedSource(ds, embed_fn=embed_fn)
-    return Prepared(ds, task, features.phi, features.embeddings, src, secs)
+    names = list(getattr(features, "names", None) or []) or None
+    return Prepared(ds, task, features.phi, features.embeddings, src, secs, names)
 
 
 def _fixed_embeddings(ds: Dataset):
@@ -157,15 +159,15 @@ def make_problem(
         phi=prep.phi,
         embeddings=prep.embeddings,
         setting=setting,  # type: ignore[arg-type]
+        feature_names=prep.feature_names,
     )
+    c_min = min((a.price for a in task.llms), default=0.0)
+    extra = 0.0
     if setting == "auditor":
-        n_h = round(fraction * T)
-        problem.human_budget = n_h
-        c_min = min((a.price for a in task.llms), default=0.0)
+        problem.human_budget = round(fraction * T)
         extra = router.extra_cost_estimate(problem, prep.source) if router is not None else 0.0
-        limit = n_h * c_h + T * c_min + extra
-        return problem, Budget(limit=limit, human_limit=n_h)
-    return problem, Budget(limit=fraction * T * c_h)
+    budget, _ = budget_for_setting(setting, fraction, T, c_h, c_min, extra)
+    return problem, budget
 
 
 def score(prep: Prepared, result: RoutingResult) -> dict[str, Any]:
