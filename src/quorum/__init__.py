@@ -1,6 +1,67 @@
-"""QUORUM: QUality-Optimized Routing Using Multiple annotators."""
+"""QUORUM: QUality-Optimized Routing Using Multiple annotators.
 
-from quorum.data.schema import AnnotatorSpec, Dataset, TaskSpec, TaskType
+The library face, loaded lazily so that ``import quorum`` stays fast:
+
+- routers: :class:`QuorumRouter` and the paper's baselines (:class:`RandomRouter`,
+  :class:`CoAnnotatingRouter`, :class:`CDIRouter`, :class:`HyPACRouter`,
+  :class:`ARAIDARouter`, :class:`SANTRouter`), each with ``route(problem, source, budget)``;
+- :func:`replay`: route a DataFrame of recorded answers under a budget (no calls made);
+- :func:`annotate`: run a live project (LLM calls, human queue, ledger);
+- :func:`make_router`, :func:`load_dataset`, and the data model (:class:`TaskSpec`, ...).
+
+Examples
+--------
+>>> import quorum
+>>> quorum.QuorumRouter(tau_h=0.6).tau_h
+0.6
+>>> sorted(quorum.method_names())[:3]
+['araida', 'cdi', 'coannotating']
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["AnnotatorSpec", "Dataset", "TaskSpec", "TaskType", "__version__"]
+
+_LAZY = {
+    # data model
+    "AnnotatorSpec": "quorum.data.schema",
+    "Dataset": "quorum.data.schema",
+    "TaskSpec": "quorum.data.schema",
+    "TaskType": "quorum.data.schema",
+    "load_dataset": "quorum.data.loaders",
+    # routing
+    "Budget": "quorum.routing.budget",
+    "RoutingProblem": "quorum.routing.base",
+    "RoutingResult": "quorum.routing.base",
+    "Router": "quorum.routing.base",
+    "QuorumRouter": "quorum.routing.quorum",
+    "RandomRouter": "quorum.baselines.random",
+    "CoAnnotatingRouter": "quorum.baselines.coannotating",
+    "CDIRouter": "quorum.baselines.cdi",
+    "HyPACRouter": "quorum.baselines.hypac",
+    "ARAIDARouter": "quorum.baselines.araida",
+    "SANTRouter": "quorum.baselines.sant",
+    "method_names": "quorum.routing.registry",
+    # the face
+    "replay": "quorum.api",
+    "annotate": "quorum.api",
+    "make_router": "quorum.api",
+    "ProjectConfig": "quorum.live.config",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'quorum' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

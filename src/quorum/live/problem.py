@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, TaskSpec, TaskType
+from quorum.features.light import light_features
 from quorum.live.calls import Annotator, Redactor
 from quorum.live.config import AnnotatorConfig, ProjectConfig
 from quorum.live.humans import FileHumanQueue
@@ -129,32 +128,6 @@ def build_task(cfg: ProjectConfig, arms: dict[str, Annotator], human: HumanArm |
 
 
 # -- features ------------------------------------------------------------------------
-def light_features(texts: list[str], dim: int = 64) -> tuple[np.ndarray, np.ndarray]:
-    """Cheap deterministic features with no model: text statistics and hashed words."""
-    rows, emb = [], np.zeros((len(texts), dim))
-    for i, t in enumerate(texts):
-        words = re.findall(r"\w+", t.lower())
-        n = max(1, len(t))
-        rows.append(
-            [
-                np.log1p(len(t)),
-                np.log1p(len(words)),
-                sum(c.isdigit() for c in t) / n,
-                sum(c.isupper() for c in t) / n,
-                sum(not c.isalnum() and not c.isspace() for c in t) / n,
-                np.mean([len(w) for w in words]) if words else 0.0,
-            ]
-        )
-        for w in words:
-            h = int(hashlib.md5(w.encode()).hexdigest()[:8], 16)
-            emb[i, h % dim] += 1.0 if (h >> 16) & 1 else -1.0
-    phi = np.asarray(rows, dtype=np.float64)
-    lo, hi = phi.min(axis=0), phi.max(axis=0)
-    phi = (phi - lo) / np.where(hi > lo, hi - lo, 1.0)
-    norm = np.linalg.norm(emb, axis=1, keepdims=True)
-    return phi, emb / np.where(norm > 0, norm, 1.0)
-
-
 def compute_features(
     cfg: ProjectConfig, texts: list[str], cache_dir: Path
 ) -> tuple[np.ndarray, np.ndarray | None, str]:
