@@ -21,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from quorum.data.schema import AnnotatorSpec, Dataset, TaskSpec, TaskType
+from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, Dataset, TaskSpec, TaskType
 from quorum.errors import DataValidationError
 from quorum.routing.base import Router, RoutingResult
 
@@ -89,12 +89,19 @@ def replay(
     (40, True)
     """
     ans = _long_frame(answers)
-    missing = sorted(set(ans["annotator"]) - set(prices))
+    recorded = set(ans["annotator"])
+    missing = sorted((recorded | {human}) - set(prices))
     if missing:
         raise DataValidationError(f"prices: no price for annotator(s) {missing}")
-    if human not in set(ans["annotator"]):
+    if human == GOLD_HUMAN:
+        if not isinstance(items, pd.DataFrame) or "gold" not in items.columns:
+            raise DataValidationError(
+                "human='gold' takes the human's answers from a `gold` column of `items`; "
+                "pass items with item_id, text, gold, or name a recorded annotator"
+            )
+    elif human not in recorded:
         raise DataValidationError(
-            f"human {human!r} has no recorded answers; annotators: {sorted(set(ans['annotator']))}"
+            f"human {human!r} has no recorded answers; annotators: {sorted(recorded)}"
         )
     ttype = TaskType(task_type)
     if ttype.has_labels and labels is None:
@@ -102,7 +109,7 @@ def replay(
     item_frame = _items_frame(items, ans)
     specs = [
         AnnotatorSpec(name=a, kind="human" if a == human else "llm", price=float(prices[a]))
-        for a in sorted(set(ans["annotator"]))
+        for a in sorted(recorded)
     ]
     task = TaskSpec(
         name="replay",
@@ -110,6 +117,7 @@ def replay(
         labels=list(labels) if labels is not None else None,
         annotators=specs,
         human=human,
+        human_price=float(prices[human]),
         language=language,
     )
     dataset = Dataset(task, item_frame, ans, source="quorum.replay")

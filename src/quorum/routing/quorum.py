@@ -46,6 +46,7 @@ from quorum.routing.calibration import (
     probe_size,
 )
 from quorum.routing.outputs import LABEL_COLUMNS
+from quorum.routing.params import QuorumParams
 from quorum.routing.policy import (
     EpsilonGreedyPolicy,
     adaptive_tau,
@@ -238,51 +239,25 @@ class QuorumRouter(Router):
         self.batch_size = batch_size
         self._validate()
 
-    def _validate(self) -> None:
-        if not 0.0 <= self.calibration_share <= 1.0:
-            raise ValueError("calibration_share must be in [0, 1]")
-        if self.calibration_budget not in ("money", "items"):
-            raise ValueError("calibration_budget must be 'money' or 'items'")
-        if not 0.0 <= self.reserve_share <= 1.0:
-            raise ValueError("reserve_share must be in [0, 1]")
-        if self.max_annotations < 1:
-            raise ValueError("max_annotations must be >= 1")
-        if not 0.0 <= self.consensus_threshold <= 1.0:
-            raise ValueError("consensus_threshold must be in [0, 1]")
-        if self.budget_prior_var <= 0 or self.reward_noise <= 0:
-            raise ValueError("budget_prior_var and reward_noise must be > 0")
-        if self.w_human <= 0 or self.w_llm <= 0:
-            raise ValueError("vote weights must be > 0")
-        if self.auditor_space not in ("embedding", "features"):
-            raise ValueError("auditor_space must be 'embedding' or 'features'")
-        if self.phase2_rule not in ("lagrangian", "paper"):
-            raise ValueError("phase2_rule must be 'lagrangian' or 'paper'")
-        if self.extra_arm_rule not in ("value", "paper"):
-            raise ValueError("extra_arm_rule must be 'value' or 'paper'")
-        if self.auditor_rule not in ("centroid", "knn"):
-            raise ValueError("auditor_rule must be 'centroid' or 'knn'")
-        if self.dollars_strategy not in ("bandit", "audit", "auto"):
-            raise ValueError("dollars_strategy must be 'bandit', 'audit' or 'auto'")
-        if not 0.0 < self.probe_share <= 1.0:
-            raise ValueError("probe_share must be in (0, 1]")
-        if self.dominance_z < 0:
-            raise ValueError("dominance_z must be >= 0")
-        if self.pessimism < 0:
-            raise ValueError("pessimism must be >= 0")
-        if self.auditor_k < 1:
-            raise ValueError("auditor_k must be >= 1")
-        if self.batch_size < 1 or self.priority_refresh < 1:
-            raise ValueError("batch_size and priority_refresh must be >= 1")
-        EpsilonGreedyPolicy(self.epsilon0, self.gamma, self.tau_h)
+    @property
+    def params(self) -> QuorumParams:
+        """The hyperparameters, validated (:class:`~quorum.routing.params.QuorumParams`)."""
+        given = self.get_params()
+        return QuorumParams(**{k: given[k] for k in QuorumParams.model_fields if k in given})
+
+    def _validate(self) -> QuorumParams:
+        params = self.params
+        EpsilonGreedyPolicy(params.epsilon0, params.gamma, params.tau_h)
+        return params
 
     # ------------------------------------------------------------------ API
     def route(
         self, problem: RoutingProblem, source: AnnotationSource, budget: Budget, seed: int = 0
     ) -> RoutingResult:
-        self._validate()
+        params = self._validate()
         if not problem.llms:
             raise ValueError("QUORUM needs at least one machine annotator (LLM or model)")
-        run = _Run(self, problem, source, budget, seed)
+        run = _Run(params, problem, source, budget, seed, method=self.name)
         if problem.setting == "auditor":
             run.auditor()
         else:
@@ -295,13 +270,15 @@ class _Run:
 
     def __init__(
         self,
-        cfg: QuorumRouter,
+        cfg: QuorumParams,
         problem: RoutingProblem,
         source: AnnotationSource,
         budget: Budget,
         seed: int,
+        method: str = "quorum",
     ) -> None:
         self.cfg = cfg
+        self.method = method
         self.p = problem
         self.budget = budget
         self.seed = seed
@@ -935,7 +912,7 @@ class _Run:
         self.info["posterior_means"] = {a: p.mean_.tolist() for a, p in self.post.items()}
         self.info["posterior_means"][self.human] = self.post_h.mean_.tolist()
         return RoutingResult(
-            method=self.cfg.name,
+            method=self.method,
             setting=self.p.setting,
             seed=self.seed,
             labels=labels,
