@@ -81,15 +81,19 @@ def test_pareto_front() -> None:
 
 
 def test_pretty_context_names() -> None:
+    # traces cached by older versions carry placeholders
     names = ["phi0", "phi1", "b_t", "m:llm-a", "bias", "phi9"]
     assert pretty_context_names(names, ["len", "ttr"]) == [
         "len",
         "ttr",
         "b_t",
-        "mask[llm-a]",
+        "m[llm-a]",
         "bias",
         "phi9",
     ]
+    # runs now carry ContextBuilder's real names, kept as they are
+    real = ["len", "ttr", "b", "p", "m[llm-a]", "bias"]
+    assert pretty_context_names(real, ["len", "ttr"]) == real
 
 
 def test_dominates() -> None:
