@@ -408,3 +408,18 @@ def test_flute_at_30_percent_stays_within_budget(shared_data_dir, setting):
         assert rows["quorum-paper"]["human_labels"] == rows["quorum-paper"]["human_budget"]
     for row in rows.values():
         assert 0.0 < row["accuracy"] <= 1.0
+
+
+@pytest.mark.realdata
+def test_cli_flags_the_authors_accounting(shared_data_dir):
+    from typer.testing import CliRunner
+
+    from quorum.cli import app
+
+    args = ["simulate", "-d", "llms-for-css/flute", "--budget", "0.3", "--method"]
+    res = CliRunner().invoke(app, [*args, "quorum-paper-authors-accounting"])
+    assert res.exit_code == 0, res.output
+    assert "authors' accounting" in res.output and "free LLM answers" in res.output
+    res = CliRunner().invoke(app, [*args, "quorum-paper"])
+    assert res.exit_code == 0, res.output
+    assert "authors' accounting" not in res.output
