@@ -38,6 +38,13 @@ COMMON_CODE = (
     "features/*.py",
 )
 QUORUM_CODE = ("routing/quorum.py", "routing/policy.py", "routing/posterior.py")
+#: the authors' configuration (quorum-paper, quorum-paper-authors-accounting)
+PAPER_CODE = (
+    "routing/paper.py",
+    "routing/policy.py",
+    "routing/posterior.py",
+    "routing/auditing.py",
+)
 BASELINE_CODE = ("baselines/_common.py", "baselines/_confidence.py")
 ABLATION_CODE = ("bench/ablation.py",)
 #: bump when the bench changes what a row holds
@@ -79,6 +86,8 @@ def code_version(method: str, variant: str = "ours") -> str:
     pats = list(COMMON_CODE)
     if method == "quorum":
         pats += QUORUM_CODE
+    elif method.startswith("quorum-paper"):
+        pats += PAPER_CODE
     elif method:
         pats += [*BASELINE_CODE, f"baselines/{method}.py"]
     if variant != "ours":

@@ -95,6 +95,9 @@ class RoutingProblem:
     human_budget: int | None = None
     #: names of the columns of ``phi`` (default ``phi0``, ``phi1``, ...)
     feature_names: list[str] | None = None
+    #: the same features before normalisation (T x m, NaN where undefined), for routers
+    #: that scale them their own way (``quorum-paper``); None when not computed
+    raw_features: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.item_ids = np.asarray(self.item_ids, dtype=object).astype(str)
@@ -105,6 +108,13 @@ class RoutingProblem:
             )
         if self.embeddings is not None and len(self.embeddings) != len(self.item_ids):
             raise ValueError("embeddings must have one row per item")
+        if self.raw_features is not None:
+            self.raw_features = np.asarray(self.raw_features, dtype=np.float64)
+            if self.raw_features.shape != self.phi.shape:
+                raise ValueError(
+                    f"raw_features must have the shape of phi {self.phi.shape}, "
+                    f"got {self.raw_features.shape}"
+                )
         if self.feature_names is None:
             self.feature_names = [f"phi{i}" for i in range(self.phi.shape[1])]
         elif len(self.feature_names) != self.phi.shape[1]:

@@ -95,6 +95,12 @@ def _print_table(rows: list[dict]) -> None:
     if len(rows) > 1:
         vals = np.array([r[metric] for r in rows])
         t.add_row("mean", f"{vals.mean():.4f} ± {vals.std():.4f}", "", "", "", "", "")
+    if rows[0].get("accounting") == "authors":
+        unpaid = np.mean([r.get("unpaid_cost", 0.0) for r in rows])
+        t.caption = (
+            f"authors' accounting: cost leaves out {unpaid:.2f} of free LLM answers "
+            "(calibration answers, labels of items the money did not reach)"
+        )
     Console().print(t)
 
 

@@ -8,6 +8,8 @@ from quorum.routing.base import Router
 
 METHODS: dict[str, str] = {
     "quorum": "quorum.routing.quorum:QuorumRouter",
+    "quorum-paper": "quorum.routing.paper:PaperQuorumRouter",
+    "quorum-paper-authors-accounting": "quorum.routing.paper:AuthorsAccountingPaperQuorumRouter",
     "random": "quorum.baselines.random:RandomRouter",
     "coannotating": "quorum.baselines.coannotating:CoAnnotatingRouter",
     "cdi": "quorum.baselines.cdi:CDIRouter",

@@ -88,6 +88,8 @@ class Prepared:
     source: RecordedSource
     feature_seconds: float = 0.0
     feature_names: list[str] | None = None
+    #: features before normalisation (FeatureSet.raw), when the feature set has them
+    raw_features: np.ndarray | None = None
 
 
 def prepare(
@@ -115,7 +117,8 @@ def prepare(
         embed_fn = _fixed_embeddings(ds)
     src = RecordedSource(ds, embed_fn=embed_fn)
     names = list(getattr(features, "names", None) or []) or None
-    return Prepared(ds, task, features.phi, features.embeddings, src, secs, names)
+    raw = getattr(features, "raw", None)
+    return Prepared(ds, task, features.phi, features.embeddings, src, secs, names, raw)
 
 
 def _fixed_embeddings(ds: Dataset):
@@ -160,6 +163,7 @@ def make_problem(
         embeddings=prep.embeddings,
         setting=setting,  # type: ignore[arg-type]
         feature_names=prep.feature_names,
+        raw_features=prep.raw_features,
     )
     c_min = min((a.price for a in task.llms), default=0.0)
     extra = 0.0
@@ -238,7 +242,7 @@ def simulate_once(
             "routing_seconds": round(secs, 4),
         }
     )
-    for key in ("confidence_source", "substitute", "note"):
+    for key in ("confidence_source", "substitute", "note", "accounting", "unpaid_cost"):
         if key in result.info:
             row[key] = result.info[key]
     return row, result
