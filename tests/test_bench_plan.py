@@ -105,3 +105,26 @@ def test_group_and_timing_keys_name_the_dataset() -> None:
     assert group_key("sentimp-en", "labeller_1") != group_key("sentimp-en", "labeller_2")
     assert timing_key("llms-for-css/flute", 200) != timing_key("llms-for-css/ibc", 200)
     assert timing_key("llms-for-css/flute", 200) != timing_key("llms-for-css/flute", 100)
+
+
+def test_code_version_follows_each_router_imports() -> None:
+    from quorum.bench.cache import import_closure
+    from quorum.routing.registry import METHODS
+
+    def rel(module: str) -> set[str]:
+        return {p.as_posix().split("src/quorum/")[1] for p in import_closure(module)}
+
+    quorum_files = rel("quorum.routing.quorum")
+    # the rules moved out of quorum.py are part of QUORUM's code version
+    for f in ("routing/calibration.py", "routing/auditing.py", "routing/policy.py",
+              "routing/params.py", "features/context.py", "routing/budget.py"):  # fmt: skip
+        assert f in quorum_files, f
+    assert "baselines/cdi.py" not in quorum_files
+    for name, target in METHODS.items():
+        files = rel(target.split(":")[0])
+        module_file = target.split(":")[0].removeprefix("quorum.").replace(".", "/") + ".py"
+        assert module_file in files, name
+        assert not any(f.startswith(("bench/", "live/", "cli")) for f in files), name
+    # one version per router module (two names of one module share it)
+    modules = {t.split(":")[0] for t in METHODS.values()}
+    assert len({code_version(m) for m in METHODS}) == len(modules)

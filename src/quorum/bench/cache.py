@@ -3,12 +3,13 @@
 A run's key hashes its spec (dataset, method, setting, budget, seed, non-default
 parameters, feature variant, human), the *dataset fingerprint* (content hash of the
 dataset's files, without loading it) and the *code version* of the method (hash of the
-source files of the router and of the code it shares: routing, baselines, loaders,
-features, metrics). Editing ``quorum.py`` therefore recomputes QUORUM's runs only.
+files of the router's import closure, plus the simulator, loaders, features and metrics).
+Editing ``routing/calibration.py`` therefore recomputes QUORUM's runs only.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import math
@@ -22,30 +23,15 @@ import numpy as np
 
 _PKG = Path(__file__).resolve().parents[1]  # src/quorum
 
-#: files every run depends on (relative to src/quorum)
+#: files every run depends on besides its router's imports (relative to src/quorum):
+#: the simulator that prepares and scores a run, and the named dataset loaders
 COMMON_CODE = (
-    "routing/base.py",
-    "routing/budget.py",
-    "routing/outputs.py",
-    "routing/recorder.py",
-    "routing/replay.py",
     "routing/simulate.py",
-    "routing/registry.py",
-    "routing/aggregation.py",
+    "routing/replay.py",
     "metrics.py",
-    "data/schema.py",
     "data/loaders/*.py",
     "features/*.py",
 )
-QUORUM_CODE = ("routing/quorum.py", "routing/policy.py", "routing/posterior.py")
-#: the authors' configuration (quorum-paper, quorum-paper-authors-accounting)
-PAPER_CODE = (
-    "routing/paper.py",
-    "routing/policy.py",
-    "routing/posterior.py",
-    "routing/auditing.py",
-)
-BASELINE_CODE = ("baselines/_common.py", "baselines/_confidence.py")
 ABLATION_CODE = ("bench/ablation.py",)
 #: bump when the bench changes what a row holds
 ROW_VERSION = "bench-row/1"
@@ -80,19 +66,65 @@ def hash_files(paths: Iterable[Path], root: Path) -> str:
     return h.hexdigest()[:16]
 
 
+def _module_file(name: str) -> Path | None:
+    """src/quorum file of a ``quorum.*`` module name (package -> its __init__.py)."""
+    rel = Path(*name.split(".")[1:])
+    for p in (_PKG / rel.with_suffix(".py"), _PKG / rel / "__init__.py"):
+        if p.is_file():
+            return p
+    return None
+
+
+def _quorum_imports(path: Path) -> set[str]:
+    """Every ``quorum.*`` module ``path`` imports, anywhere in it (lazy imports too)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names if a.name.split(".")[0] == "quorum"}
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and (node.module or "").split(".")[0] == "quorum"
+        ):
+            names.add(node.module)
+            names |= {f"{node.module}.{a.name}" for a in node.names}
+    return names
+
+
+def import_closure(module: str) -> list[Path]:
+    """Files of ``module`` and of every quorum module it imports, transitively.
+
+    Parent packages' ``__init__.py`` count, since importing a module runs them.
+    """
+    seen: set[Path] = set()
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        parts = name.split(".")
+        for i in range(2, len(parts) + 1):  # the module and its parent packages
+            f = _module_file(".".join(parts[:i]))
+            if f is not None and f not in seen:
+                seen.add(f)
+                todo += _quorum_imports(f)
+    return sorted(seen)
+
+
 @cache
 def code_version(method: str, variant: str = "ours") -> str:
-    """Hash of the source files a method's results depend on ("" = the common code only)."""
-    pats = list(COMMON_CODE)
-    if method == "quorum":
-        pats += QUORUM_CODE
-    elif method.startswith("quorum-paper"):
-        pats += PAPER_CODE
-    elif method:
-        pats += [*BASELINE_CODE, f"baselines/{method}.py"]
+    """Hash of the source files a method's results depend on ("" = the common code only).
+
+    The router's files are its module's import closure, found from the registry, so a
+    new helper module of a router is covered without a list to keep up to date.
+    """
+    files = set(_files(COMMON_CODE))
+    if method:
+        from quorum.routing.registry import METHODS
+
+        files |= set(import_closure(METHODS[method].split(":")[0]))
     if variant != "ours":
-        pats += ABLATION_CODE
-    return hash_files(_files(pats), _PKG)
+        files |= set(_files(ABLATION_CODE))
+    return hash_files(sorted(files), _PKG)
 
 
 @cache
