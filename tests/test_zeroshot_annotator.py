@@ -73,7 +73,6 @@ def test_miss_computes_and_hit_skips_the_model(tmp_path, monkeypatch):
 
 def test_env_var_sets_the_cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("QUORUM_CACHE_DIR", str(tmp_path))
-    assert zs.default_cache_dir() == tmp_path / "annotators"
     monkeypatch.setattr(zs, "_predict", _fake([]))
     zs.zero_shot_annotations(_items(["x"]), LABELS, DESCS, "zs")
     assert len(list((tmp_path / "annotators").glob("*.json"))) == 1
