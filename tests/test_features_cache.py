@@ -113,7 +113,8 @@ def test_second_run_is_a_cache_hit(fake, monkeypatch, tmp_path):
 
 def test_cache_hit_loads_no_model(monkeypatch, tmp_path):
     """A warm run must not touch spaCy or the sentence-transformers model at all."""
-    from quorum.features import embeddings, linguistic
+    from quorum.features import linguistic
+    from quorum.models import embedders as embeddings
 
     emb = FakeEmbedder()
     monkeypatch.setattr(pl, "get_embedder", lambda language="en": emb)

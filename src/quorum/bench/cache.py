@@ -33,6 +33,8 @@ COMMON_CODE = (
     "routing/registry.py",
     "routing/aggregation.py",
     "metrics.py",
+    "languages.py",
+    "models/*.py",
     "data/schema.py",
     "data/loaders/*.py",
     "features/*.py",

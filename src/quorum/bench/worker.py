@@ -95,7 +95,7 @@ def _cached_embedder(prep: Any, fingerprint: str) -> None:
     src = prep.source
     if src.embed_fn is None:
         return
-    from quorum.features.embeddings import embedder_name, get_embedder
+    from quorum.models.embedders import embedder_name, get_embedder
 
     lang = prep.task.language
     store = TextEmbeddingCache(embedder_name(lang), f"{prep.task.name}:{fingerprint}")

@@ -17,7 +17,6 @@ import pandas as pd
 
 from quorum.features.cache import PIPELINE_VERSION, FeatureCache, cache_key
 from quorum.features.context import FeatureScaler
-from quorum.features.embeddings import embedder_name, get_embedder
 from quorum.features.linguistic import (
     LINGUISTIC_FEATURES,
     detect_language,
@@ -25,6 +24,7 @@ from quorum.features.linguistic import (
     normalise_language,
 )
 from quorum.features.neighbours import knn_query, knn_search
+from quorum.models.embedders import embedder_name, get_embedder
 from quorum.progress import ProgressBar
 
 if TYPE_CHECKING:

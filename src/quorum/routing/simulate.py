@@ -124,7 +124,7 @@ def _fixed_embeddings(ds: Dataset):
     A text's embedding then does not depend on which other texts shared its batch, so
     summary runs give the same numbers in any process and in any order of runs.
     """
-    from quorum.features.embeddings import get_embedder
+    from quorum.models.embedders import get_embedder
 
     embedder = get_embedder(ds.task.language)
     texts = set(ds.annotations["output"].dropna().astype(str))

@@ -1,6 +1,6 @@
 """A real local machine annotator for label datasets that record none: zero-shot MiniLM.
 
-:func:`zero_shot_annotations` runs :class:`quorum.live.local.ZeroShotClassifier` (cosine
+:func:`zero_shot_annotations` runs :class:`quorum.models.classifiers.ZeroShotClassifier` (cosine
 similarity between the MiniLM embedding of each text and of one description string per
 label; confidence = softmax over the similarities) and returns its answers as long
 annotations (``item_id, annotator, output, confidence``).
@@ -27,7 +27,7 @@ from quorum.cache import FileCache, content_key
 
 #: bump when anything changes the cached answers (classifier, label strings, format)
 CACHE_VERSION = "quorum-zeroshot/1"
-#: ``ZeroShotClassifier.ident`` (kept here so a cache hit does not import quorum.live)
+#: ``ZeroShotClassifier.ident`` (kept here so a cache hit imports no model code)
 MODEL = "zero-shot/all-MiniLM-L6-v2"
 #: sub-folder of the user cache folder (:func:`quorum.cache.user_cache_dir`)
 CACHE_KIND = "annotators"
@@ -56,12 +56,11 @@ def _predict(
     texts: list[str], labels: list[str], descriptions: Mapping[str, str], temperature: float
 ) -> tuple[list[str], list[float]]:
     """Run the MiniLM zero-shot classifier (imports torch; the cache-miss path only)."""
-    from quorum.live.local import ZeroShotClassifier
-    from quorum.live.prompts import ItemView
+    from quorum.models.classifiers import ZeroShotClassifier
 
     # names=descriptions: each label's string is exactly its description
     clf = ZeroShotClassifier(labels, names=dict(descriptions), temperature=temperature)
-    preds = clf.predict_many([ItemView(item_id=str(i), text=t) for i, t in enumerate(texts)])
+    preds = clf.predict_texts(texts)
     outputs = [str(p["output"]) for p in preds]  # type: ignore[index]
     conf = [float(p["confidence"]) for p in preds]  # type: ignore[index]
     return outputs, conf
