@@ -48,7 +48,9 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/quorum demo
 
-test: $(STAMP) $(TEST_STAMP) browser
+# lint first (a prerequisite: pytest does not start when ruff fails), then the tests and
+# the docstring Examples (doctests)
+test: lint $(TEST_STAMP) browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)

@@ -54,9 +54,9 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None, help="also write results here")
     args = ap.parse_args()
 
-    from quorum.features.embeddings import get_embedder
     from quorum.features.linguistic import linguistic_features
     from quorum.features.pipeline import FeatureExtractor
+    from quorum.models.embedders import get_embedder
 
     t = time.perf_counter()
     linguistic_features(["Warm up."], "en")

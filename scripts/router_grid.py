@@ -19,7 +19,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from quorum.routing.simulate import prepare, simulate_once
+from quorum.simulate import prepare, simulate_once
 
 
 def quality(row: dict) -> float:

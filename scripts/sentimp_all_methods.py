@@ -5,7 +5,7 @@ Usage: python scripts/sentimp_all_methods.py
 
 import numpy as np
 
-from quorum.routing.simulate import prepare, simulate_once
+from quorum.simulate import prepare, simulate_once
 
 P = prepare("sentimp-en")
 methods = ["random", "coannotating", "cdi", "hypac", "araida", "sant", "quorum"]

@@ -12,7 +12,7 @@ import pytest
 import quorum
 from quorum.data.loaders import load_dataset
 from quorum.errors import DataValidationError
-from quorum.routing.simulate import prepare, simulate_once
+from quorum.simulate import prepare, simulate_once
 
 pytestmark = pytest.mark.realdata
 

@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from baselines_fakes import auditor_budget, make_dataset, make_problem, source_of
+from quorum.methods import make_router
 from quorum.routing.budget import Budget
-from quorum.routing.registry import make_router
 
 METHODS = ["random", "coannotating", "cdi", "hypac", "araida", "sant"]
 #: Budget keeps integer micro-units and rounds the float limit to the nearest one

@@ -12,9 +12,9 @@ import pytest
 from baselines_fakes import auditor_budget
 from quorum.data.schema import Dataset
 from quorum.errors import DatasetNotFoundError, UnsupportedTaskError
+from quorum.methods import make_router
 from quorum.routing.base import RoutingProblem
 from quorum.routing.budget import Budget
-from quorum.routing.registry import make_router
 from quorum.routing.replay import RecordedSource
 
 pytestmark = pytest.mark.realdata

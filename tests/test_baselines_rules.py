@@ -15,8 +15,8 @@ from quorum.baselines.hypac import HyPACRouter, pac_threshold, ucb
 from quorum.baselines.random import RandomRouter
 from quorum.baselines.sant import SANTRouter
 from quorum.errors import UnsupportedTaskError
+from quorum.methods import get_router_class
 from quorum.routing.budget import Budget
-from quorum.routing.registry import get_router_class
 
 PRICES = {"cheap": 0.01, "mid": 0.03, "strong": 0.05}
 

@@ -9,7 +9,7 @@ import pytest
 
 from baselines_fakes import make_dataset
 from quorum.bench.ablation import random_features, uncertainty_features, with_variant
-from quorum.routing.simulate import prepare, simulate_once
+from quorum.simulate import prepare, simulate_once
 
 
 def _prep(n: int = 60):

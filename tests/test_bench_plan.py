@@ -109,7 +109,7 @@ def test_group_and_timing_keys_name_the_dataset() -> None:
 
 def test_code_version_follows_each_router_imports() -> None:
     from quorum.bench.cache import import_closure
-    from quorum.routing.registry import METHODS
+    from quorum.methods import METHODS
 
     def rel(module: str) -> set[str]:
         return {p.as_posix().split("src/quorum/")[1] for p in import_closure(module)}

@@ -7,8 +7,9 @@ import zlib
 import numpy as np
 import pytest
 
+from quorum.cache import ENV_VAR, user_cache_dir
 from quorum.features import pipeline as pl
-from quorum.features.cache import ENV_VAR, FeatureCache, cache_key, default_cache_dir
+from quorum.features.cache import FeatureCache, cache_key
 from quorum.features.pipeline import FeatureExtractor
 
 TEXTS = ["The cat sat. The dog ran.", "Stocks fell sharply today.", "A new phone was released."]
@@ -68,10 +69,10 @@ def test_key_depends_on_everything():
 
 def test_cache_dir_from_env(monkeypatch, tmp_path):
     monkeypatch.setenv(ENV_VAR, str(tmp_path))
-    assert default_cache_dir() == tmp_path
+    assert user_cache_dir() == tmp_path
     assert FeatureCache().folder == tmp_path / "features"
     monkeypatch.delenv(ENV_VAR)
-    assert default_cache_dir().parts[-2:] == (".cache", "quorum")
+    assert user_cache_dir().parts[-2:] == (".cache", "quorum")
 
 
 def test_save_load_roundtrip(tmp_path):
@@ -112,7 +113,8 @@ def test_second_run_is_a_cache_hit(fake, monkeypatch, tmp_path):
 
 def test_cache_hit_loads_no_model(monkeypatch, tmp_path):
     """A warm run must not touch spaCy or the sentence-transformers model at all."""
-    from quorum.features import embeddings, linguistic
+    from quorum.features import linguistic
+    from quorum.models import embedders as embeddings
 
     emb = FakeEmbedder()
     monkeypatch.setattr(pl, "get_embedder", lambda language="en": emb)

@@ -14,6 +14,7 @@ import pytest
 
 from baselines_fakes import auditor_budget, make_dataset, make_problem, source_of
 from quorum.features.linguistic import LINGUISTIC_FEATURES
+from quorum.methods import make_router
 from quorum.routing.budget import Budget
 from quorum.routing.paper import (
     AuthorsAccountingPaperQuorumRouter,
@@ -27,7 +28,6 @@ from quorum.routing.paper import (
     per_step_arms,
     refinement_order,
 )
-from quorum.routing.registry import make_router
 
 PRICES = {"cheap": 0.01, "mid": 0.03, "dear": 0.05}
 
@@ -391,7 +391,7 @@ def test_authors_accounting_gives_free_labels_and_says_so():
 @pytest.mark.realdata
 @pytest.mark.parametrize("setting", ["dollars", "auditor"])
 def test_flute_at_30_percent_stays_within_budget(shared_data_dir, setting):
-    from quorum.routing.simulate import prepare, simulate_once
+    from quorum.simulate import prepare, simulate_once
 
     prep = prepare("llms-for-css/flute")
     assert prep.raw_features is not None

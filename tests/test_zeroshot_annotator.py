@@ -36,7 +36,7 @@ def _no_model(*args, **kwargs):
 
 # ------------------------------------------------------------------ helper and cache
 def test_model_ident_matches_classifier():
-    from quorum.live.local import ZeroShotClassifier
+    from quorum.models.classifiers import ZeroShotClassifier
 
     assert ZeroShotClassifier.ident == zs.MODEL
 
@@ -73,7 +73,6 @@ def test_miss_computes_and_hit_skips_the_model(tmp_path, monkeypatch):
 
 def test_env_var_sets_the_cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("QUORUM_CACHE_DIR", str(tmp_path))
-    assert zs.default_cache_dir() == tmp_path / "annotators"
     monkeypatch.setattr(zs, "_predict", _fake([]))
     zs.zero_shot_annotations(_items(["x"]), LABELS, DESCS, "zs")
     assert len(list((tmp_path / "annotators").glob("*.json"))) == 1
@@ -131,7 +130,7 @@ def test_sentimp_warm_cache_does_not_call_the_model(sentimp, monkeypatch):
     from quorum.data.loaders import load_dataset
 
     monkeypatch.setattr(zs, "_predict", _no_model)
-    monkeypatch.setattr("quorum.live.local.ZeroShotClassifier.predict_many", _no_model)
+    monkeypatch.setattr("quorum.models.classifiers.ZeroShotClassifier.predict_texts", _no_model)
     again = load_dataset("sentimp-en")
     pd.testing.assert_frame_equal(again.annotations, sentimp.annotations)
 

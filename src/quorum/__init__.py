@@ -44,7 +44,7 @@ _LAZY = {
     "HyPACRouter": "quorum.baselines.hypac",
     "ARAIDARouter": "quorum.baselines.araida",
     "SANTRouter": "quorum.baselines.sant",
-    "method_names": "quorum.routing.registry",
+    "method_names": "quorum.methods",
     # the face
     "replay": "quorum.api",
     "annotate": "quorum.api",

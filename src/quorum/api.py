@@ -41,7 +41,7 @@ def make_router(method: str | Router = "quorum", **params: Any) -> Router:
         if params:
             raise ValueError("pass parameters to the router's constructor, not with an instance")
         return method
-    from quorum.routing.registry import make_router as by_name
+    from quorum.methods import make_router as by_name
 
     return by_name(method, **params)
 
@@ -121,7 +121,7 @@ def replay(
         language=language,
     )
     dataset = Dataset(task, item_frame, ans, source="quorum.replay")
-    from quorum.routing.simulate import make_problem, prepare
+    from quorum.simulate import make_problem, prepare
 
     fs = None
     if features == "light":
@@ -174,7 +174,7 @@ def _items_frame(items: Any, ans: pd.DataFrame) -> pd.DataFrame:
 
 
 def _light_feature_set(texts: list[str]) -> SimpleNamespace:
-    """What :func:`~quorum.routing.simulate.prepare` reads of a feature set."""
+    """What :func:`~quorum.simulate.prepare` reads of a feature set."""
     from quorum.features.light import LIGHT_FEATURE_NAMES, light_features
 
     phi, emb = light_features(texts)

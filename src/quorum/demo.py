@@ -23,7 +23,7 @@ def demo(
     from rich.console import Console
     from rich.table import Table
 
-    from quorum.routing.simulate import prepare, simulate_once
+    from quorum.simulate import prepare, simulate_once
 
     console = Console()
     t0 = time.perf_counter()

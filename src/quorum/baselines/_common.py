@@ -1,9 +1,13 @@
-"""Pieces shared by the baselines: human caps, label frames, result building, ranking."""
+"""Pieces shared by the baselines: the route template, human caps, label frames, result
+building, ranking."""
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -57,27 +61,81 @@ def require_llm(router: Router, problem: RoutingProblem) -> None:
         )
 
 
-class LabelModelRouter(Router):
+class Routed(NamedTuple):
+    """What a baseline's ``_route`` hands back: final labels, result info, decision trace."""
+
+    labels: pd.DataFrame
+    info: dict[str, Any]
+    trace: pd.DataFrame | None = None
+
+
+@dataclass
+class RouteRun:
+    """What every baseline's run opens with: the problem, the budget, the seeded generator
+    and the recorder of the calls it pays for."""
+
+    problem: RoutingProblem
+    budget: Budget
+    seed: int
+    rng: np.random.Generator
+    rec: CallRecorder
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self.problem.item_ids
+
+    @property
+    def T(self) -> int:
+        return len(self.problem.item_ids)
+
+    @property
+    def human(self) -> str:
+        return self.problem.task.human
+
+
+class BaselineRouter(Router):
+    """Template of the paper's baselines. :meth:`route` checks the task (``needs_labels``,
+    ``needs_llm``), opens the run (:class:`RouteRun`: ``default_rng(seed)`` and a
+    :class:`CallRecorder` on the source and budget), calls :meth:`_route` (under
+    ``threadpool_limits(n_threads)`` when ``n_threads`` is set) and builds the result."""
+
+    #: refuse summaries (label-model baselines)
+    needs_labels: bool = False
+    #: refuse a task without a machine annotator
+    needs_llm: bool = True
+    #: BLAS/OpenMP threads while routing (None: leave the process setting alone)
+    n_threads: int | None = None
+
+    def route(
+        self, problem: RoutingProblem, source: AnnotationSource, budget: Budget, seed: int = 0
+    ) -> RoutingResult:
+        limit = nullcontext() if self.n_threads is None else threadpool_limits(self.n_threads)
+        with limit:
+            if self.needs_labels:
+                require_labels(self, problem)
+            if self.needs_llm:
+                require_llm(self, problem)
+            rec = CallRecorder(problem.task, source, budget)
+            run = RouteRun(problem, budget, seed, np.random.default_rng(seed), rec)
+            out = self._route(run)
+        return make_result(self, problem, rec, budget, seed, out.labels, out.info, out.trace)
+
+    @abstractmethod
+    def _route(self, run: RouteRun) -> Routed:
+        """The method's own rule, on an opened run."""
+
+
+class LabelModelRouter(BaselineRouter):
     """Base of the routers that train a model over labels (ARAIDA, SANT): they refuse
-    summaries, need no extra money, and run ``_route`` under ``threadpool_limits(n_threads)``
+    summaries, need no extra money, and route under ``threadpool_limits(n_threads)``
     (their numpy/scikit-learn models would otherwise take every core of a bench worker)."""
 
+    needs_labels = True
     n_threads: int | None = 1
 
     def extra_cost_estimate(self, problem: RoutingProblem, source: AnnotationSource) -> float:
         require_labels(self, problem)
         return 0.0
-
-    def route(
-        self, problem: RoutingProblem, source: AnnotationSource, budget: Budget, seed: int = 0
-    ) -> RoutingResult:
-        with threadpool_limits(self.n_threads):
-            return self._route(problem, source, budget, seed)
-
-    def _route(
-        self, problem: RoutingProblem, source: AnnotationSource, budget: Budget, seed: int
-    ) -> RoutingResult:
-        raise NotImplementedError
 
 
 def ranked(scores: np.ndarray, rng: np.random.Generator, descending: bool = True) -> np.ndarray:

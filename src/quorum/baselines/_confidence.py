@@ -27,8 +27,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from quorum.baselines._common import human_cap
-from quorum.routing.base import AnnotationSource, Router, RoutingProblem
+from quorum.baselines._common import BaselineRouter, human_cap
+from quorum.routing.base import AnnotationSource, RoutingProblem
 from quorum.routing.budget import Budget, from_units, to_units
 from quorum.routing.recorder import CallRecorder
 
@@ -363,7 +363,7 @@ def extra_cost(plan: ConfidencePlan, n_items: int) -> float:
     return from_units(plan.extra_units() * n_items)
 
 
-class ConfidenceBaseline(Router):
+class ConfidenceBaseline(BaselineRouter):
     """Shared knobs of the uncertainty baselines: where confidence comes from, who labels.
 
     ``confidence``: "auto" (recorded > entropy/similarity over the task's LLMs > a live

@@ -34,18 +34,14 @@ import pandas as pd
 
 from quorum.baselines._common import (
     LabelModelRouter,
+    Routed,
+    RouteRun,
     affordable_humans,
     human_cap,
     item_vectors,
     label_frame,
-    make_result,
     ranked,
-    require_labels,
-    require_llm,
 )
-from quorum.routing.base import AnnotationSource, RoutingProblem, RoutingResult
-from quorum.routing.budget import Budget
-from quorum.routing.recorder import CallRecorder
 
 
 def pace_quota(humans_left: int, batch: int, items_left: int, rng: np.random.Generator) -> int:
@@ -158,16 +154,9 @@ class ARAIDARouter(LabelModelRouter):
         self.labeller = labeller
         self.n_threads = n_threads
 
-    def _route(
-        self, problem: RoutingProblem, source: AnnotationSource, budget: Budget, seed: int
-    ) -> RoutingResult:
-        require_labels(self, problem)
-        require_llm(self, problem)
-        rng = np.random.default_rng(seed)
-        rec = CallRecorder(problem.task, source, budget)
-        ids = problem.item_ids
-        T = len(ids)
-        human = problem.task.human
+    def _route(self, run: RouteRun) -> Routed:
+        problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
+        ids, T, human = run.ids, run.T, run.human
         lab = self.labeller or problem.llms[0].name
         labels_list = list(problem.task.labels or [])
         li = {y: j for j, y in enumerate(labels_list)}
@@ -244,4 +233,4 @@ class ARAIDARouter(LabelModelRouter):
             "datastore_size": int(store.n),
             "llm_error_rate_seen": (n_err / n_seen) if n_seen else None,
         }
-        return make_result(self, problem, rec, budget, seed, labels, info, trace)
+        return Routed(labels, info, trace)

@@ -30,7 +30,12 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from quorum.baselines._common import affordable_humans, label_frame, make_result, require_llm
+from quorum.baselines._common import (
+    Routed,
+    RouteRun,
+    affordable_humans,
+    label_frame,
+)
 from quorum.baselines._confidence import (
     ConfidenceBaseline,
     ConfidenceMode,
@@ -38,9 +43,7 @@ from quorum.baselines._confidence import (
     paired_cosine,
     plan_info,
 )
-from quorum.routing.base import AnnotationSource, RoutingProblem, RoutingResult
-from quorum.routing.budget import Budget
-from quorum.routing.recorder import CallRecorder
+from quorum.routing.base import AnnotationSource
 
 ErrorModel = Literal["gbr", "isotonic", "logistic"]
 
@@ -141,15 +144,9 @@ class CDIRouter(ConfidenceBaseline):
         self.error_model = error_model
         self.llm_label = llm_label
 
-    def route(
-        self, problem: RoutingProblem, source: AnnotationSource, budget: Budget, seed: int = 0
-    ) -> RoutingResult:
-        require_llm(self, problem)
-        rng = np.random.default_rng(seed)
-        rec = CallRecorder(problem.task, source, budget)
-        ids = problem.item_ids
-        T = len(ids)
-        human = problem.task.human
+    def _route(self, run: RouteRun) -> Routed:
+        problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
+        ids, T, human = run.ids, run.T, run.human
         summaries = not problem.task.type.has_labels
         plan, sig, order, cap = self.buy_signals(problem, rec, budget, rng)
         llm_out = sig.aggregate if self.llm_label == "majority" else sig.label
@@ -229,7 +226,7 @@ class CDIRouter(ConfidenceBaseline):
                 "degraded": bool(sig.estimated.sum() < T),
             }
         )
-        return make_result(self, problem, rec, budget, seed, labels, info, trace)
+        return Routed(labels, info, trace)
 
 
 def summary_errors(

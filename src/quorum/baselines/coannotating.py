@@ -19,16 +19,13 @@ import numpy as np
 import pandas as pd
 
 from quorum.baselines._common import (
+    Routed,
+    RouteRun,
     affordable_humans,
     label_frame,
-    make_result,
     ranked,
-    require_llm,
 )
 from quorum.baselines._confidence import ConfidenceBaseline, ConfidenceMode, plan_info
-from quorum.routing.base import AnnotationSource, RoutingProblem, RoutingResult
-from quorum.routing.budget import Budget
-from quorum.routing.recorder import CallRecorder
 
 
 class CoAnnotatingRouter(ConfidenceBaseline):
@@ -58,14 +55,9 @@ class CoAnnotatingRouter(ConfidenceBaseline):
             raise ValueError("llm_label must be 'majority' or 'labeller'")
         self.llm_label = llm_label
 
-    def route(
-        self, problem: RoutingProblem, source: AnnotationSource, budget: Budget, seed: int = 0
-    ) -> RoutingResult:
-        require_llm(self, problem)
-        rng = np.random.default_rng(seed)
-        rec = CallRecorder(problem.task, source, budget)
-        ids = problem.item_ids
-        human = problem.task.human
+    def _route(self, run: RouteRun) -> Routed:
+        problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
+        ids, human = run.ids, run.human
         plan, sig, _order, cap = self.buy_signals(problem, rec, budget, rng)
 
         n_h = affordable_humans(rec, cap)
@@ -96,4 +88,4 @@ class CoAnnotatingRouter(ConfidenceBaseline):
                 "degraded": bool(sig.estimated.sum() < len(ids)),
             }
         )
-        return make_result(self, problem, rec, budget, seed, labels, info, trace)
+        return Routed(labels, info, trace)

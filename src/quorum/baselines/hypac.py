@@ -37,11 +37,15 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from quorum.baselines._common import affordable_humans, label_frame, make_result, require_llm
+from quorum.baselines._common import (
+    Routed,
+    RouteRun,
+    affordable_humans,
+    label_frame,
+)
 from quorum.baselines._confidence import ConfidenceBaseline, ConfidenceMode, plan_info
 from quorum.baselines.cdi import summary_errors
-from quorum.routing.base import AnnotationSource, RoutingProblem, RoutingResult
-from quorum.routing.budget import Budget
+from quorum.routing.base import RoutingProblem
 from quorum.routing.recorder import CallRecorder
 
 
@@ -187,15 +191,9 @@ class HyPACRouter(ConfidenceBaseline):
             raise ValueError(f"strong_llm {s!r} is not one of the task's LLMs {names}")
         return None if s == labeller else s
 
-    def route(
-        self, problem: RoutingProblem, source: AnnotationSource, budget: Budget, seed: int = 0
-    ) -> RoutingResult:
-        require_llm(self, problem)
-        rng = np.random.default_rng(seed)
-        rec = CallRecorder(problem.task, source, budget)
-        ids = problem.item_ids
-        T = len(ids)
-        human = problem.task.human
+    def _route(self, run: RouteRun) -> Routed:
+        problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
+        ids, T, human = run.ids, run.T, run.human
         summaries = not problem.task.type.has_labels
         plan, sig, _order, cap = self.buy_signals(problem, rec, budget, rng)
         strong = self._strong(problem, plan.labeller)
@@ -371,7 +369,7 @@ class HyPACRouter(ConfidenceBaseline):
                 "degraded": bool(sig.estimated.sum() < T),
             }
         )
-        return make_result(self, problem, rec, budget, seed, labels, info, trace)
+        return Routed(labels, info, trace)
 
     @staticmethod
     def _losses(

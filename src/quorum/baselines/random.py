@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from quorum.baselines._common import human_cap, make_result
-from quorum.routing.base import AnnotationSource, Router, RoutingProblem, RoutingResult
-from quorum.routing.budget import Budget
+from quorum.baselines._common import BaselineRouter, Routed, RouteRun, human_cap
 from quorum.routing.outputs import single_output_labels
-from quorum.routing.recorder import CallRecorder
 
 
-class RandomRouter(Router):
+class RandomRouter(BaselineRouter):
     name = "random"
 
     def __init__(self, llm_choice: str = "uniform") -> None:
@@ -26,17 +23,10 @@ class RandomRouter(Router):
             raise ValueError("llm_choice must be 'uniform' or 'cheapest'")
         self.llm_choice = llm_choice
 
-    def route(
-        self, problem: RoutingProblem, source: AnnotationSource, budget: Budget, seed: int = 0
-    ) -> RoutingResult:
-        rng = np.random.default_rng(seed)
-        rec = CallRecorder(problem.task, source, budget)
-        ids = problem.item_ids
-        T = len(ids)
+    def _route(self, run: RouteRun) -> Routed:
+        problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
+        ids, T, human = run.ids, run.T, run.human
         llms = problem.llms
-        if not llms:
-            raise ValueError("Random needs at least one machine annotator")
-        human = problem.task.human
         c_h = rec.price(human)
         cheapest = llms[0]
         order = rng.permutation(T)
@@ -78,4 +68,4 @@ class RandomRouter(Router):
             "llm_choice": self.llm_choice,
             "n_human_target": int(n_h),
         }
-        return make_result(self, problem, rec, budget, seed, labels, info)
+        return Routed(labels, info)

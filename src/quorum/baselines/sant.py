@@ -32,17 +32,14 @@ from scipy.stats import rankdata
 
 from quorum.baselines._common import (
     LabelModelRouter,
+    Routed,
+    RouteRun,
     affordable_humans,
     human_cap,
     label_frame,
-    make_result,
     ranked,
-    require_labels,
-    require_llm,
 )
-from quorum.routing.base import AnnotationSource, RoutingProblem, RoutingResult
-from quorum.routing.budget import Budget
-from quorum.routing.recorder import CallRecorder
+from quorum.routing.base import RoutingProblem
 
 
 def sant_features(problem: RoutingProblem, n_components: int) -> np.ndarray:
@@ -153,16 +150,9 @@ class SANTRouter(LabelModelRouter):
         rest = np.array_split(np.arange(n_human - n0), self.n_rounds - 1)
         return [n0] + [len(r) for r in rest]
 
-    def _route(
-        self, problem: RoutingProblem, source: AnnotationSource, budget: Budget, seed: int
-    ) -> RoutingResult:
-        require_labels(self, problem)
-        require_llm(self, problem)
-        rng = np.random.default_rng(seed)
-        rec = CallRecorder(problem.task, source, budget)
-        ids = problem.item_ids
-        T = len(ids)
-        human = problem.task.human
+    def _route(self, run: RouteRun) -> Routed:
+        problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
+        ids, T, human = run.ids, run.T, run.human
         lab = self.labeller or problem.llms[0].name
         labels_list = list(problem.task.labels or [])
         li = {y: j for j, y in enumerate(labels_list)}
@@ -218,4 +208,4 @@ class SANTRouter(LabelModelRouter):
             "round_sizes": sizes,
             "n_human_target": int(n_human),
         }
-        return make_result(self, problem, rec, budget, seed, labels, info, trace)
+        return Routed(labels, info, trace)

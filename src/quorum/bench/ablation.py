@@ -27,7 +27,7 @@ import pandas as pd
 from quorum.data.schema import TaskType
 
 if TYPE_CHECKING:
-    from quorum.routing.simulate import Prepared
+    from quorum.simulate import Prepared
 
 VARIANTS = ("ours", "random", "uncertainty")
 

@@ -26,9 +26,12 @@ _PKG = Path(__file__).resolve().parents[1]  # src/quorum
 #: files every run depends on besides its router's imports (relative to src/quorum):
 #: the simulator that prepares and scores a run, and the named dataset loaders
 COMMON_CODE = (
-    "routing/simulate.py",
+    "simulate.py",
+    "methods.py",
     "routing/replay.py",
     "metrics.py",
+    "languages.py",
+    "models/*.py",
     "data/loaders/*.py",
     "features/*.py",
 )
@@ -119,7 +122,7 @@ def code_version(method: str, variant: str = "ours") -> str:
     """
     files = set(_files(COMMON_CODE))
     if method:
-        from quorum.routing.registry import METHODS
+        from quorum.methods import METHODS
 
         files |= set(import_closure(METHODS[method].split(":")[0]))
     if variant != "ours":
@@ -255,19 +258,12 @@ class TextEmbeddingCache:
     """
 
     def __init__(self, model: str, fingerprint: str, directory: Path | None = None) -> None:
-        from quorum.features.cache import default_cache_dir
+        from quorum.cache import FileCache
 
-        base = Path(directory) if directory else default_cache_dir()
-        tag = digest([model, fingerprint])[:16]
-        self.path = base / "bench-embeddings" / f"{tag}.npz"
-        self.vectors: dict[str, np.ndarray] = {}
-        if self.path.is_file():
-            try:
-                with np.load(self.path, allow_pickle=False) as z:
-                    for k, v in zip(z["keys"].tolist(), z["vectors"], strict=True):
-                        self.vectors[str(k)] = v
-            except Exception:  # unreadable: recompute
-                self.vectors = {}
+        self.files = FileCache.under("bench-embeddings", ".npz", directory, "text embedding")
+        self.tag = digest([model, fingerprint])[:16]
+        self.path = self.files.path(self.tag)
+        self.vectors: dict[str, np.ndarray] = self.files.read(self.tag, _read_vectors) or {}
 
     @staticmethod
     def text_key(text: str) -> str:
@@ -284,10 +280,11 @@ class TextEmbeddingCache:
         return np.stack([self.vectors[self.text_key(t)] for t in texts])
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         keys = np.array(list(self.vectors), dtype="U40")
         vecs = np.stack(list(self.vectors.values())) if self.vectors else np.zeros((0, 0))
-        tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
-        with open(tmp, "wb") as f:
-            np.savez(f, keys=keys, vectors=vecs)
-        os.replace(tmp, self.path)
+        self.files.write(self.tag, lambda f: np.savez(f, keys=keys, vectors=vecs))
+
+
+def _read_vectors(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as z:
+        return {str(k): v for k, v in zip(z["keys"].tolist(), z["vectors"], strict=True)}

@@ -28,7 +28,7 @@ class BenchConfigError(ConfigError):
 
 
 def _methods() -> list[str]:
-    from quorum.routing.registry import method_names
+    from quorum.methods import method_names
 
     return method_names()
 
@@ -265,7 +265,7 @@ class BenchConfig(BaseModel):
 
 def router_defaults(method: str) -> dict[str, Any]:
     """The ``__init__`` defaults of a routing method."""
-    from quorum.routing.registry import get_router_class
+    from quorum.methods import get_router_class
 
     sig = inspect.signature(get_router_class(method).__init__)
     return {

@@ -110,7 +110,7 @@ class Plan:
 def _supports(method: str, dataset: str) -> bool:
     if not is_summarization(dataset):
         return True
-    from quorum.routing.registry import get_router_class
+    from quorum.methods import get_router_class
 
     return bool(get_router_class(method).supports_summarization)
 

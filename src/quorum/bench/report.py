@@ -17,6 +17,7 @@ import base64
 import json
 import shutil
 from dataclasses import replace
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -211,24 +212,25 @@ def _table_html(t: Table) -> str:
 
 
 def _md_inline(text: str) -> str:
-    """The little Markdown the intros and captions use (bold, italics, underline, code,
-    bullets) as HTML."""
-    import html
-    import re
+    """The Markdown of the intros and captions (bold, italics, code, bullets, and the
+    ``<u>`` the tables use for second best) as HTML, through markdown-it-py (CommonMark).
 
-    paras = []
-    for block in (text or "").strip().split("\n\n"):
-        esc = html.escape(block)
-        esc = esc.replace("&lt;u&gt;", "<u>").replace("&lt;/u&gt;", "</u>")
-        esc = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", esc)
-        esc = re.sub(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])", r"<i>\1</i>", esc)
-        esc = re.sub(r"`(.+?)`", r"<code>\1</code>", esc)
-        lines = esc.split("\n")
-        if all(x.startswith("- ") for x in lines if x):
-            paras.append("<ul>" + "".join(f"<li>{x[2:]}</li>" for x in lines if x) + "</ul>")
-        else:
-            paras.append(f"<p>{' '.join(lines)}</p>")
-    return "\n".join(paras)
+    Raw HTML is escaped except ``<u>``/``</u>``; bold and italics are ``<b>``/``<i>``, as in
+    the table cells.
+    """
+    html = _markdown().render((text or "").strip())
+    return html.replace("&lt;u&gt;", "<u>").replace("&lt;/u&gt;", "</u>").strip()
+
+
+@cache
+def _markdown() -> Any:
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False})
+    for tag, name in (("b", "strong"), ("i", "em")):
+        md.add_render_rule(f"{name}_open", lambda *_a, t=tag, **_k: f"<{t}>")
+        md.add_render_rule(f"{name}_close", lambda *_a, t=tag, **_k: f"</{t}>")
+    return md
 
 
 def export(outdir: str | Path, target: str | Path) -> Path:

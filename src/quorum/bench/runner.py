@@ -14,7 +14,7 @@ import multiprocessing as mp
 import os
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +31,7 @@ from quorum.bench.worker import (
     run_chunk,
     time_features,
 )
+from quorum.progress import ProgressBar
 
 
 @dataclass
@@ -156,50 +157,9 @@ _FUNCS: dict[str, Callable[..., dict[str, Any]]] = {
 }
 
 
-class _Progress:
-    """A rich progress bar on stderr (or nothing)."""
-
-    def __init__(self, total: int, enabled: bool) -> None:
-        self.enabled = enabled and total > 0
-        self.prog = None
-        if self.enabled:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                SpinnerColumn,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self.prog = Progress(
-                SpinnerColumn(),
-                TextColumn("[bold]bench[/]"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-                TextColumn("{task.description}"),
-                console=Console(stderr=True),
-                transient=False,
-            )
-            self.tid = self.prog.add_task("", total=total)
-
-    def __enter__(self) -> _Progress:
-        if self.prog:
-            self.prog.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.prog:
-            self.prog.stop()
-
-    def update(self, running: list[str], advance: int = 0) -> None:
-        if self.prog:
-            desc = " | ".join(running)[:160]
-            self.prog.update(self.tid, advance=advance, description=desc)
+def _running(labels: Iterable[str]) -> str:
+    """The text after the progress bar: the tasks running now."""
+    return " | ".join(labels)[:160]
 
 
 def _machine() -> dict[str, Any]:
@@ -360,16 +320,16 @@ def run_bench(
             return tail.pop(0)
         return None
 
-    with _Progress(total_units, progress and n_tasks > 0) as bar:
+    with ProgressBar(total_units, "bench", enabled=progress and n_tasks > 0) as bar:
         if n_workers == 1 or n_tasks <= 1:
             init_env = {v: os.environ.get(v) for v in THREAD_VARS}
             try:
                 while (task := next_task(True)) is not None:
-                    bar.update([task.label])
+                    bar.update(_running([task.label]))
                     collect(task, _FUNCS[task.kind](*task.args))
                     if task.group is not None:
                         state[task.group] = "open"
-                    bar.update([], task.units)
+                    bar.update(_running([]), task.units)
             finally:
                 for k, v in init_env.items():  # inline runs leave the caller's env alone
                     if v is not None:
@@ -390,14 +350,14 @@ def run_bench(
                             running[pool.submit(_FUNCS[task.kind], *task.args)] = task
                         if not running:
                             break
-                        bar.update([t.label for t in running.values()])
+                        bar.update(_running(t.label for t in running.values()))
                         done, _ = wait(running, return_when=FIRST_COMPLETED)
                         for fut in done:
                             task = running.pop(fut)
                             collect(task, fut.result())
                             if task.group is not None and state.get(task.group) == "opening":
                                 state[task.group] = "open"
-                            bar.update([t.label for t in running.values()], task.units)
+                            bar.update(_running(t.label for t in running.values()), task.units)
                 except BaseException:
                     procs = list(getattr(pool, "_processes", {}).values())
                     pool.shutdown(wait=False, cancel_futures=True)

@@ -95,7 +95,7 @@ def _cached_embedder(prep: Any, fingerprint: str) -> None:
     src = prep.source
     if src.embed_fn is None:
         return
-    from quorum.features.embeddings import embedder_name, get_embedder
+    from quorum.models.embedders import embedder_name, get_embedder
 
     lang = prep.task.language
     store = TextEmbeddingCache(embedder_name(lang), f"{prep.task.name}:{fingerprint}")
@@ -126,7 +126,7 @@ def prepare_group(dataset: str, human: str) -> _Group:
         return _GROUPS[gk]
     from quorum.data.loaders import load_dataset
     from quorum.features.pipeline import extract_dataset_features
-    from quorum.routing.simulate import prepare
+    from quorum.simulate import prepare
 
     t0 = time.perf_counter()
     ds = load_dataset(dataset)
@@ -188,7 +188,7 @@ def _base_row(spec: RunSpec) -> dict[str, Any]:
 def run_one(spec: RunSpec, artifacts: Artifacts | None) -> dict[str, Any]:
     """Route one spec; errors become a row with ``status = "error"``."""
     from quorum.bench.ablation import with_variant
-    from quorum.routing.simulate import simulate_once
+    from quorum.simulate import simulate_once
 
     t0, c0 = time.perf_counter(), time.process_time()
     base = _base_row(spec)

@@ -16,8 +16,8 @@ _EXPORTS = {
     "linguistic_features": "linguistic",
     "LINGUISTIC_FEATURES": "linguistic",
     "detect_language": "linguistic",
-    "Embedder": "embeddings",
-    "get_embedder": "embeddings",
+    "Embedder": "quorum.models.embedders",
+    "get_embedder": "quorum.models.embedders",
     "knn_search": "neighbours",
     "knn_distances": "neighbours",
     "knn_indices": "neighbours",
@@ -36,4 +36,5 @@ def __getattr__(name: str) -> Any:
     mod = _EXPORTS.get(name)
     if mod is None:
         raise AttributeError(f"module 'quorum.features' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"quorum.features.{mod}"), name)
+    module = mod if "." in mod else f"quorum.features.{mod}"
+    return getattr(importlib.import_module(module), name)

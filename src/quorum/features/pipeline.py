@@ -7,10 +7,8 @@ the numbers without loading spaCy or the embedding model.
 
 from __future__ import annotations
 
-import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +17,6 @@ import pandas as pd
 
 from quorum.features.cache import PIPELINE_VERSION, FeatureCache, cache_key
 from quorum.features.context import FeatureScaler
-from quorum.features.embeddings import embedder_name, get_embedder
 from quorum.features.linguistic import (
     LINGUISTIC_FEATURES,
     detect_language,
@@ -27,6 +24,8 @@ from quorum.features.linguistic import (
     normalise_language,
 )
 from quorum.features.neighbours import knn_query, knn_search
+from quorum.models.embedders import embedder_name, get_embedder
+from quorum.progress import ProgressBar
 
 if TYPE_CHECKING:
     from quorum.data.schema import Dataset
@@ -81,39 +80,8 @@ class FeatureSet:
         return out
 
 
-class _Bars:
-    """A rich progress display, or nothing when disabled / not a terminal."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
-        self._progress = None
-
-    @contextmanager
-    def task(self, label: str, total: int) -> Iterator[Any]:
-        if not self.enabled or total == 0:
-            yield None
-            return
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        ) as prog:
-            tid = prog.add_task(label, total=total)
-            yield lambda n: prog.advance(tid, n)
+def _callback(bar: ProgressBar) -> Callable[[int], None] | None:
+    return bar.advance if bar.shown else None
 
 
 class FeatureExtractor:
@@ -188,15 +156,17 @@ class FeatureExtractor:
             dist, nbr = hit["distances"], hit["neighbours"]
             timings["load"] = time.perf_counter() - t0
         else:
-            bars = _Bars(self.show_progress)
+            show = {"enabled": self.show_progress, "transient": True}
             t = time.perf_counter()
-            with bars.task("linguistic features", len(texts)) as prog:
-                ling = linguistic_features(texts, langs, self.batch_size, prog, self.n_process)
+            with ProgressBar(len(texts), "linguistic features", **show) as bar:
+                ling = linguistic_features(
+                    texts, langs, self.batch_size, _callback(bar), self.n_process
+                )
             timings["linguistic"] = time.perf_counter() - t
             t = time.perf_counter()
             embedder = get_embedder(langs if langs else "en")
-            with bars.task(f"embedding ({embedder.name})", len(texts)) as prog:
-                emb = embedder.encode(texts, batch_size=self.batch_size, progress=prog)
+            with ProgressBar(len(texts), f"embedding ({embedder.name})", **show) as bar:
+                emb = embedder.encode(texts, batch_size=self.batch_size, progress=_callback(bar))
             timings["embedding"] = time.perf_counter() - t
             t = time.perf_counter()
             dist, nbr = knn_search(emb, self.k, self.n_threads)

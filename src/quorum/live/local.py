@@ -1,4 +1,4 @@
-"""Local model annotators: any Python callable, and a zero-shot classifier on MiniLM.
+"""Local model annotators: any Python callable, or a :mod:`quorum.models` classifier.
 
 A local annotator runs in one worker thread; requests that arrive together are answered in
 one batch (``predict_many``). Its calls go through the ledger like any other, so a local job
@@ -15,8 +15,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
-
 from quorum.errors import ConfigError
 from quorum.live.calls import (
     Annotator,
@@ -28,36 +26,7 @@ from quorum.live.calls import (
     request_key,
 )
 from quorum.live.prompts import ItemView
-
-#: what a local model returns for one text: a label/text, or (label, confidence), or a dict
-#: with ``output`` and optional ``confidence``
-Prediction = str | tuple[str | None, float | None] | dict[str, Any] | None
-
-
-def minilm():
-    """The bundled all-MiniLM-L6-v2 sentence encoder (offline, CPU), the same instance the
-    features use (loaded once per process)."""
-    from quorum.features.embeddings import get_embedder
-
-    return get_embedder("en").model
-
-
-def embed(texts: list[str]) -> np.ndarray:
-    """Unit-norm MiniLM embeddings (n x 384)."""
-    if not texts:
-        return np.zeros((0, 384), dtype=np.float32)
-    return np.asarray(
-        minilm().encode(texts, normalize_embeddings=True, batch_size=64), dtype=np.float32
-    )
-
-
-class LocalModel:
-    """Base of local predictors: ``predict_many(texts) -> list[Prediction]``."""
-
-    ident: str = "local"
-
-    def predict_many(self, items: Sequence[ItemView]) -> list[Prediction]:
-        raise NotImplementedError
+from quorum.models.classifiers import LocalModel, Prediction
 
 
 class CallableAnnotator(LocalModel):
@@ -86,45 +55,6 @@ class CallableAnnotator(LocalModel):
         if not callable(obj):
             raise ConfigError(f"local model {path!r} is not callable")
         return cls(obj, ident=path)
-
-
-class ZeroShotClassifier(LocalModel):
-    """Cosine similarity between the text and each "name: description" label string
-    (MiniLM); confidence = softmax over similarities / ``temperature``."""
-
-    ident = "zero-shot/all-MiniLM-L6-v2"
-
-    def __init__(
-        self,
-        labels: list[str],
-        names: dict[str, str] | None = None,
-        descriptions: dict[str, str] | None = None,
-        temperature: float = 0.05,
-    ) -> None:
-        self.labels = list(labels)
-        names = names or {}
-        descriptions = descriptions or {}
-        self.label_texts = []
-        for lab in self.labels:
-            t = names.get(lab, lab)
-            if descriptions.get(lab):
-                t = f"{t}: {descriptions[lab]}"
-            self.label_texts.append(t)
-        self.temperature = temperature
-        self._label_emb: np.ndarray | None = None
-
-    def predict_many(self, items: Sequence[ItemView]) -> list[Prediction]:
-        if self._label_emb is None:
-            self._label_emb = embed(self.label_texts)
-        sims = embed([it.text for it in items]) @ self._label_emb.T
-        z = sims / self.temperature
-        p = np.exp(z - z.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
-        out: list[Prediction] = []
-        for row in range(len(items)):
-            j = int(np.argmax(sims[row]))
-            out.append({"output": self.labels[j], "confidence": float(p[row, j])})
-        return out
 
 
 class LocalAnnotator(Annotator):

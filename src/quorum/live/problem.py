@@ -14,10 +14,11 @@ from quorum.live.calls import Annotator, Redactor
 from quorum.live.config import AnnotatorConfig, ProjectConfig
 from quorum.live.humans import FileHumanQueue
 from quorum.live.llm import LLMAnnotator
-from quorum.live.local import CallableAnnotator, LocalAnnotator, LocalModel, ZeroShotClassifier
+from quorum.live.local import CallableAnnotator, LocalAnnotator
 from quorum.live.parsing import LabelParser
 from quorum.live.prompts import ItemView, PromptBuilder, PromptTemplate
 from quorum.live.source import HumanArm
+from quorum.models.classifiers import LocalModel, ZeroShotClassifier
 from quorum.routing.base import RoutingProblem
 
 log = logging.getLogger("quorum.live")
@@ -149,7 +150,7 @@ def compute_features(
             return fs.phi, fs.embeddings, "full"
     phi, emb = light_features(texts)
     if mode == "embeddings":
-        from quorum.live.local import embed
+        from quorum.models.embedders import embed
 
         emb = embed(texts)
     return phi, emb, mode

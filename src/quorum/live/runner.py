@@ -40,7 +40,7 @@ def make_method(name: str, params: dict[str, Any]) -> Router:
             return getattr(importlib.import_module(mod), cls)(**params)
         except (ImportError, AttributeError) as exc:
             raise ConfigError(f"method {name!r}: cannot import ({exc})") from None
-    from quorum.routing.registry import make_router
+    from quorum.methods import make_router
 
     try:
         return make_router(name, **params)

@@ -166,7 +166,7 @@ class LiveSource:
         return self._loop.run(self._confidence(item_id, annotator))
 
     def embed_outputs(self, texts: list[str]) -> np.ndarray:
-        from quorum.live.local import embed
+        from quorum.models.embedders import embed
 
         missing = [t for t in dict.fromkeys(texts) if t not in self._emb]
         if missing:

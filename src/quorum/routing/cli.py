@@ -48,7 +48,7 @@ def simulate(
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object per seed")] = False,
 ) -> None:
     """Run a routing method on recorded annotations and print its metrics."""
-    from quorum.routing.simulate import parse_annotators, prepare, simulate_once
+    from quorum.simulate import parse_annotators, prepare, simulate_once
 
     if seeds < 1:
         raise typer.BadParameter("--seeds must be >= 1")

@@ -1,13 +1,13 @@
 """A real local machine annotator for label datasets that record none: zero-shot MiniLM.
 
-:func:`zero_shot_annotations` runs :class:`quorum.live.local.ZeroShotClassifier` (cosine
+:func:`zero_shot_annotations` runs :class:`quorum.models.classifiers.ZeroShotClassifier` (cosine
 similarity between the MiniLM embedding of each text and of one description string per
 label; confidence = softmax over the similarities) and returns its answers as long
 annotations (``item_id, annotator, output, confidence``).
 
 The answers are *computed*, not recorded, so they are cached on disk keyed by content:
-``<cache>/annotators/<sha256>.json`` where ``<cache>`` is ``$QUORUM_CACHE_DIR`` or
-``~/.cache/quorum`` (the same folder as the feature cache), and the key hashes the cache
+``<cache>/annotators/<sha256>.json`` (a :class:`quorum.cache.FileCache`) where ``<cache>``
+is ``$QUORUM_CACHE_DIR`` or ``~/.cache/quorum``, and the key hashes the cache
 format version, the model, the softmax temperature, the labels with their descriptions and
 the texts in order. A warm cache needs no model: torch and sentence-transformers are only
 imported on a miss. An unreadable cache file is reported with a warning and recomputed; a
@@ -16,35 +16,22 @@ cache folder that cannot be written is reported and skipped.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
+from quorum.cache import FileCache, content_key
+
 #: bump when anything changes the cached answers (classifier, label strings, format)
 CACHE_VERSION = "quorum-zeroshot/1"
-#: ``ZeroShotClassifier.ident`` (kept here so a cache hit does not import quorum.live)
+#: ``ZeroShotClassifier.ident`` (kept here so a cache hit imports no model code)
 MODEL = "zero-shot/all-MiniLM-L6-v2"
-ENV_VAR = "QUORUM_CACHE_DIR"
+#: sub-folder of the user cache folder (:func:`quorum.cache.user_cache_dir`)
+CACHE_KIND = "annotators"
 DEFAULT_TEMPERATURE = 0.05
-
-
-def default_cache_dir() -> Path:
-    """``$QUORUM_CACHE_DIR/annotators`` or ``~/.cache/quorum/annotators``."""
-    env = os.environ.get(ENV_VAR)
-    base = Path(env).expanduser() if env else Path.home() / ".cache" / "quorum"
-    return base / "annotators"
-
-
-def _update(h, s: str) -> None:
-    b = s.encode("utf-8")
-    h.update(len(b).to_bytes(8, "little"))
-    h.update(b)
 
 
 def cache_key(
@@ -57,37 +44,30 @@ def cache_key(
     version: str = CACHE_VERSION,
 ) -> str:
     """Hex sha256 of version, model, temperature, (label, description) pairs and texts."""
-    h = hashlib.sha256()
-    for part in (version, model, f"temperature={float(temperature)!r}", f"labels={len(labels)}"):
-        _update(h, part)
+    parts = [version, model, f"temperature={float(temperature)!r}", f"labels={len(labels)}"]
     for lab in labels:
-        _update(h, str(lab))
-        _update(h, str(descriptions[lab]))
-    _update(h, f"n={len(texts)}")
-    for t in texts:
-        _update(h, str(t))
-    return h.hexdigest()
+        parts += [str(lab), str(descriptions[lab])]
+    parts.append(f"n={len(texts)}")
+    parts += [str(t) for t in texts]
+    return content_key(parts)
 
 
 def _predict(
     texts: list[str], labels: list[str], descriptions: Mapping[str, str], temperature: float
 ) -> tuple[list[str], list[float]]:
     """Run the MiniLM zero-shot classifier (imports torch; the cache-miss path only)."""
-    from quorum.live.local import ZeroShotClassifier
-    from quorum.live.prompts import ItemView
+    from quorum.models.classifiers import ZeroShotClassifier
 
     # names=descriptions: each label's string is exactly its description
     clf = ZeroShotClassifier(labels, names=dict(descriptions), temperature=temperature)
-    preds = clf.predict_many([ItemView(item_id=str(i), text=t) for i, t in enumerate(texts)])
+    preds = clf.predict_texts(texts)
     outputs = [str(p["output"]) for p in preds]  # type: ignore[index]
     conf = [float(p["confidence"]) for p in preds]  # type: ignore[index]
     return outputs, conf
 
 
-def _read(path: Path, n: int, labels: Sequence[str]) -> tuple[list[str], list[float]] | None:
-    if not path.is_file():
-        return None
-    try:
+def _reader(n: int, labels: Sequence[str]):
+    def read(path: Path) -> tuple[list[str], list[float]]:
         d = json.loads(path.read_text(encoding="utf-8"))
         outputs = [str(x) for x in d["outputs"]]
         conf = [float(x) for x in d["confidence"]]
@@ -95,34 +75,9 @@ def _read(path: Path, n: int, labels: Sequence[str]) -> tuple[list[str], list[fl
             raise ValueError(f"{len(outputs)} answers for {n} texts")
         if not set(outputs) <= set(labels) or not all(0.0 <= c <= 1.0 for c in conf):
             raise ValueError("answers outside the label set or confidences outside [0, 1]")
-    except Exception as exc:  # corrupt, truncated, or from an incompatible writer
-        warnings.warn(
-            f"ignoring unreadable annotator cache file {path} ({type(exc).__name__}: {exc}); "
-            "recomputing",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        return None
-    return outputs, conf
+        return outputs, conf
 
-
-def _write(path: Path, payload: dict) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem[:16]}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(payload, f)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError as exc:
-        warnings.warn(
-            f"could not write annotator cache {path} ({exc}); answers not cached",
-            RuntimeWarning,
-            stacklevel=3,
-        )
+    return read
 
 
 def zero_shot_annotations(
@@ -149,28 +104,28 @@ def zero_shot_annotations(
     texts = items["text"].astype("str").tolist()
     ids = items["item_id"].astype("str").to_numpy()
     got = None
-    path = None
+    store = key = None
     if use_cache and texts:
         key = cache_key(texts, labels, descs, temperature=temperature)
-        folder = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-        path = folder / f"{key}.json"
-        got = _read(path, len(texts), labels)
+        if cache_dir is not None:
+            store = FileCache(cache_dir, ".json", what="annotator")
+        else:
+            store = FileCache.under(CACHE_KIND, ".json", what="annotator")
+        got = store.read(key, _reader(len(texts), labels))
     if got is None:
         got = _predict(texts, labels, descs, temperature) if texts else ([], [])
-        if path is not None:
-            _write(
-                path,
-                {
-                    "version": CACHE_VERSION,
-                    "model": MODEL,
-                    "temperature": temperature,
-                    "labels": labels,
-                    "descriptions": [descs[lab] for lab in labels],
-                    "n": len(texts),
-                    "outputs": got[0],
-                    "confidence": got[1],
-                },
-            )
+        if store is not None and key is not None:
+            payload = {
+                "version": CACHE_VERSION,
+                "model": MODEL,
+                "temperature": temperature,
+                "labels": labels,
+                "descriptions": [descs[lab] for lab in labels],
+                "n": len(texts),
+                "outputs": got[0],
+                "confidence": got[1],
+            }
+            store.write(key, lambda f: f.write(json.dumps(payload).encode()), errors="warn")
     outputs, conf = got
     return pd.DataFrame(
         {

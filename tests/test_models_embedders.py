@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from quorum.features.embeddings import (
+from quorum.models.embedders import (
     E5_NAME,
     MINILM_NAME,
     Embedder,

@@ -1,0 +1,265 @@
+"""Replay simulations: run a routing method on recorded annotations and score it.
+
+Budget fractions mean what the paper means:
+- auditor: ``B = round(fraction * T)`` human labels; the money limit is the cost of the
+  paper's allocation, ``B * c_H + T * c_min``, plus what the method says its uncertainty
+  estimation needs (``Router.extra_cost_estimate``), which is reported apart;
+- dollars: the money limit is ``fraction * T * c_H``, a share of labelling everything by
+  humans.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, Dataset, TaskSpec, TaskType
+from quorum.errors import DataValidationError, UnsupportedTaskError
+from quorum.methods import make_router
+from quorum.metrics import accuracy, machine_cumulative_accuracy, rouge1
+from quorum.routing.base import Router, RoutingProblem, RoutingResult
+from quorum.routing.budget import Budget, budget_for_setting
+from quorum.routing.replay import RecordedSource
+
+
+def parse_annotators(spec: str | None) -> dict[str, float | None] | None:
+    """'a=0.05,b=0.01,c' -> {'a': 0.05, 'b': 0.01, 'c': None} (None: keep the default price)."""
+    if spec is None or not spec.strip():
+        return None
+    out: dict[str, float | None] = {}
+    for part in spec.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, _, price = part.partition("=")
+        try:
+            out[name.strip()] = float(price) if price.strip() else None
+        except ValueError as exc:
+            raise ValueError(f"bad price in --annotators: {part!r}") from exc
+    return out
+
+
+def select_task(
+    dataset: Dataset,
+    annotators: dict[str, float | None] | None = None,
+    human: str = GOLD_HUMAN,
+) -> TaskSpec:
+    """The task restricted to the chosen LLM panel (default: dataset.meta['panel'])."""
+    task = dataset.task
+    known = {a.name: a for a in task.annotators}
+    if annotators is None:
+        panel = dataset.meta.get("panel") or [a.name for a in task.llms]
+        annotators = {n: None for n in panel}
+    chosen: list[AnnotatorSpec] = []
+    for name, price in annotators.items():
+        if name not in known:
+            raise DataValidationError(
+                f"annotator {name!r} is not in dataset {task.name!r}; known: {sorted(known)}"
+            )
+        spec = known[name]
+        if price is not None:
+            spec = spec.model_copy(update={"price": price})
+        chosen.append(spec)
+    if human != GOLD_HUMAN:
+        if human not in known:
+            raise DataValidationError(
+                f"human {human!r} is not an annotator of {task.name!r}; known: {sorted(known)}"
+            )
+        if human not in annotators:
+            chosen.append(known[human].model_copy(update={"kind": "human"}))
+    elif not dataset.has_gold and task.type is not TaskType.summarization:
+        raise DataValidationError(f"dataset {task.name!r} has no gold labels for --human gold")
+    return task.with_annotators(chosen, human=human)
+
+
+@dataclass
+class Prepared:
+    """A dataset, its chosen task, features and the replay source, ready to route."""
+
+    dataset: Dataset
+    task: TaskSpec
+    phi: np.ndarray
+    embeddings: np.ndarray | None
+    source: RecordedSource
+    feature_seconds: float = 0.0
+    feature_names: list[str] | None = None
+    #: features before normalisation (FeatureSet.raw), when the feature set has them
+    raw_features: np.ndarray | None = None
+
+
+def prepare(
+    dataset: Dataset | str,
+    annotators: dict[str, float | None] | None = None,
+    human: str = GOLD_HUMAN,
+    features: Any | None = None,
+) -> Prepared:
+    if isinstance(dataset, str):
+        from quorum.data.loaders import load_dataset
+
+        dataset = load_dataset(dataset)
+    task = select_task(dataset, annotators, human)
+    keep = {a.name for a in task.annotators}
+    ann = dataset.annotations.loc[dataset.annotations["annotator"].isin(keep)]
+    ds = Dataset(task, dataset.items, ann, dataset.source, dict(dataset.meta))
+    t0 = time.perf_counter()
+    if features is None:
+        from quorum.features.pipeline import extract_dataset_features
+
+        features = extract_dataset_features(ds)
+    secs = time.perf_counter() - t0
+    embed_fn = None
+    if task.type is TaskType.summarization:
+        embed_fn = _fixed_embeddings(ds)
+    src = RecordedSource(ds, embed_fn=embed_fn)
+    names = list(getattr(features, "names", None) or []) or None
+    raw = getattr(features, "raw", None)
+    return Prepared(ds, task, features.phi, features.embeddings, src, secs, names, raw)
+
+
+def _fixed_embeddings(ds: Dataset):
+    """Embed every recorded output and reference once, in one fixed order.
+
+    A text's embedding then does not depend on which other texts shared its batch, so
+    summary runs give the same numbers in any process and in any order of runs.
+    """
+    from quorum.models.embedders import get_embedder
+
+    embedder = get_embedder(ds.task.language)
+    texts = set(ds.annotations["output"].dropna().astype(str))
+    if "reference" in ds.items.columns:
+        texts |= set(ds.items["reference"].dropna().astype(str))
+    ordered = sorted(texts)
+    table = dict(zip(ordered, np.asarray(embedder.encode(ordered)), strict=True))
+
+    def embed(batch: list[str]) -> np.ndarray:
+        missing = [t for t in batch if t not in table]
+        if missing:  # texts not recorded (should not happen in replay): embed one by one
+            for t in missing:
+                table[t] = np.asarray(embedder.encode([t]))[0]
+        return np.stack([table[t] for t in batch])
+
+    return embed
+
+
+def make_problem(
+    prep: Prepared, setting: str, fraction: float, router: Router | None = None
+) -> tuple[RoutingProblem, Budget]:
+    if setting not in ("dollars", "auditor"):
+        raise ValueError("setting must be 'dollars' or 'auditor'")
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"budget fraction must be in [0, 1], got {fraction}")
+    task = prep.task
+    T = prep.dataset.n_items
+    c_h = task.human_spec.price
+    problem = RoutingProblem(
+        task=task,
+        item_ids=prep.dataset.items["item_id"].to_numpy(),
+        phi=prep.phi,
+        embeddings=prep.embeddings,
+        setting=setting,  # type: ignore[arg-type]
+        feature_names=prep.feature_names,
+        raw_features=prep.raw_features,
+    )
+    c_min = min((a.price for a in task.llms), default=0.0)
+    extra = 0.0
+    if setting == "auditor":
+        problem.human_budget = round(fraction * T)
+        extra = router.extra_cost_estimate(problem, prep.source) if router is not None else 0.0
+    budget, _ = budget_for_setting(setting, fraction, T, c_h, c_min, extra)
+    return problem, budget
+
+
+def score(prep: Prepared, result: RoutingResult) -> dict[str, Any]:
+    """Quality metrics of a result against the dataset's gold / references."""
+    items = prep.dataset.items.set_index("item_id")
+    out = result.labels.set_index("item_id")["output"]
+    row: dict[str, Any] = {}
+    if prep.task.type is TaskType.summarization:
+        row["rouge1"] = rouge1(out, items["reference"], prep.task.language)
+        row["mca"] = None
+    else:
+        gold = items["gold"]
+        row["accuracy"] = accuracy(out, gold)
+        ref = prep.task.mca_reference
+        human_items = result.labels.loc[result.labels["human"], "item_id"]
+        if ref is not None:
+            pred = prep.dataset.predictions(ref)
+            pred.index = prep.dataset.items["item_id"]
+            mca = machine_cumulative_accuracy(pd.Index(human_items), pred, gold)
+            row["mca"] = None if math.isnan(mca) else mca
+        else:
+            row["mca"] = None
+        row["mca_reference"] = ref
+    return row
+
+
+def simulate_once(
+    prep: Prepared,
+    method: str,
+    setting: str,
+    fraction: float,
+    seed: int,
+    params: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], RoutingResult]:
+    router = make_router(method, **(params or {}))
+    if prep.task.type is TaskType.summarization and not router.supports_summarization:
+        raise UnsupportedTaskError(
+            f"{method} needs label-based confidence and cannot run on summarization "
+            f"({prep.task.name})"
+        )
+    problem, budget = make_problem(prep, setting, fraction, router)
+    t0 = time.perf_counter()
+    result = router.route(problem, prep.source, budget, seed=seed)
+    secs = time.perf_counter() - t0
+    if result.cost > budget.limit + 1e-9:  # pragma: no cover - guarded by Budget
+        raise AssertionError(f"{method} spent {result.cost} over its limit {budget.limit}")
+    row: dict[str, Any] = {
+        "dataset": prep.task.name,
+        "method": method,
+        "setting": setting,
+        "budget": fraction,
+        "seed": seed,
+        "n_items": prep.dataset.n_items,
+    }
+    row.update(score(prep, result))
+    row.update(
+        {
+            "cost": round(result.cost, 6),
+            "cost_without_confidence": round(result.cost_without_confidence, 6),
+            "confidence_cost": round(result.confidence_cost, 6),
+            "budget_limit": round(budget.limit, 6),
+            "human_labels": result.human_labels,
+            "human_budget": problem.human_budget,
+            "llm_calls": result.llm_calls,
+            "confidence_calls": result.confidence_calls,
+            "annotators": [a.name for a in prep.task.llms],
+            "human": prep.task.human,
+            "routing_seconds": round(secs, 4),
+        }
+    )
+    for key in ("confidence_source", "substitute", "note", "accounting", "unpaid_cost"):
+        if key in result.info:
+            row[key] = result.info[key]
+    return row, result
+
+
+def run_simulation(
+    dataset: Dataset | str,
+    method: str = "quorum",
+    setting: str = "dollars",
+    budget: float = 0.3,
+    seeds: int | list[int] = 10,
+    annotators: dict[str, float | None] | None = None,
+    human: str = GOLD_HUMAN,
+    params: dict[str, Any] | None = None,
+    prepared: Prepared | None = None,
+) -> list[dict[str, Any]]:
+    """One result row per seed (see ``simulate_once``)."""
+    prep = prepared or prepare(dataset, annotators, human)
+    seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
+    return [simulate_once(prep, method, setting, budget, s, params)[0] for s in seed_list]

@@ -1,0 +1,147 @@
+"""The shared file cache (quorum.cache) and progress bar (quorum.progress)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from quorum.cache import ENV_VAR, FileCache, content_key, user_cache_dir
+from quorum.progress import ProgressBar
+
+
+def _reference_key(parts: list[str]) -> str:
+    """The key format the caches on disk were written with (length-prefixed UTF-8)."""
+    h = hashlib.sha256()
+    for p in parts:
+        b = p.encode("utf-8")
+        h.update(len(b).to_bytes(8, "little") + b)
+    return h.hexdigest()
+
+
+def test_content_key_is_the_length_prefixed_sha256():
+    parts = ["quorum-features/1", "m", "k=5", "ünï ☃", ""]
+    assert content_key(parts) == _reference_key(parts)
+    assert content_key(iter(parts)) == content_key(parts)
+    assert content_key(["ab", "c"]) != content_key(["a", "bc"])
+    assert content_key([]) != content_key([""])
+
+
+def test_feature_and_annotator_keys_keep_their_format():
+    from quorum.data.loaders import zeroshot as zs
+    from quorum.features.cache import cache_key
+
+    texts = ["a", "bc"]
+    assert cache_key(texts, model="m", language=["en", "es"], k=3) == _reference_key(
+        ["quorum-features/1", "m", "k=3", "languages=2", "en", "es", "a", "bc", "n=2"]
+    )
+    assert zs.cache_key(texts, ["0", "1"], {"0": "no", "1": "yes"}) == _reference_key(
+        [
+            zs.CACHE_VERSION,
+            zs.MODEL,
+            "temperature=0.05",
+            "labels=2",
+            "0",
+            "no",
+            "1",
+            "yes",
+            "n=2",
+            "a",
+            "bc",
+        ]
+    )
+
+
+def test_user_cache_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv(ENV_VAR, str(tmp_path))
+    assert user_cache_dir() == tmp_path
+    assert FileCache.under("things", ".bin").folder == tmp_path / "things"
+    monkeypatch.delenv(ENV_VAR)
+    assert user_cache_dir().parts[-2:] == (".cache", "quorum")
+
+
+def test_write_is_atomic_and_read_back(tmp_path):
+    cache = FileCache(tmp_path / "c", ".bin", what="test")
+    key = content_key(["x"])
+    assert cache.read(key, lambda p: p.read_bytes()) is None
+    path = cache.write(key, lambda f: f.write(b"data"))
+    assert path == tmp_path / "c" / f"{key}.bin" and path.read_bytes() == b"data"
+    assert oct(path.stat().st_mode & 0o777) == oct(0o644)
+    assert cache.read(key, lambda p: p.read_bytes()) == b"data"
+    assert [p.name for p in (tmp_path / "c").iterdir()] == [path.name]  # no temporary left
+
+
+def test_a_failed_dump_leaves_no_file(tmp_path):
+    cache = FileCache(tmp_path, ".bin")
+
+    def dump(f):
+        f.write(b"half")
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        cache.write("k", dump)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unreadable_file_is_a_miss_with_a_warning(tmp_path):
+    cache = FileCache(tmp_path, ".bin", what="test")
+    cache.write("k", lambda f: f.write(b"garbage"))
+
+    def load(p):
+        raise ValueError("not mine")
+
+    with pytest.warns(RuntimeWarning, match="unreadable test cache file .*not mine"):
+        assert cache.read("k", load) is None
+
+
+def test_unwritable_folder_raises_or_warns(tmp_path):
+    (tmp_path / "file").write_text("a file, not a folder")
+    cache = FileCache(tmp_path / "file" / "sub", ".bin", what="test")
+    with pytest.raises(OSError):
+        cache.write("k", lambda f: f.write(b"x"))
+    with pytest.warns(RuntimeWarning, match="could not write test cache"):
+        assert cache.write("k", lambda f: f.write(b"x"), errors="warn") is None
+
+
+def test_text_embedding_cache_round_trip(tmp_path):
+    import numpy as np
+
+    from quorum.bench.cache import TextEmbeddingCache
+
+    store = TextEmbeddingCache("m", "fp", directory=tmp_path)
+    assert store.missing(["a", "b", "a"]) == ["a", "b"]
+    store.put(["a", "b"], np.array([[1, 0], [0, 1]]))
+    store.save()
+    again = TextEmbeddingCache("m", "fp", directory=tmp_path)
+    assert again.path.parent == tmp_path / "bench-embeddings" and again.missing(["a", "b"]) == []
+    np.testing.assert_array_equal(again.get(["b", "a"]), [[0, 1], [1, 0]])
+    assert TextEmbeddingCache("m", "other", directory=tmp_path).missing(["a"]) == ["a"]
+    again.path.write_bytes(b"broken")
+    with pytest.warns(RuntimeWarning, match="unreadable text embedding cache"):
+        assert TextEmbeddingCache("m", "fp", directory=tmp_path).vectors == {}
+
+
+def test_progress_bar_is_silent_off_a_terminal(capsys):
+    with ProgressBar(5, "x") as bar:  # pytest captures stderr: not a terminal
+        bar.advance(2)
+        bar.update("running", advance=3)
+    assert not bar.shown
+    assert capsys.readouterr().err == ""
+    assert not ProgressBar(0, "x").shown and not ProgressBar(5, "x", enabled=False).shown
+
+
+def test_progress_bar_counts_on_a_terminal(monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
+    bar = ProgressBar(5, "work")
+    assert bar.shown
+    buf = io.StringIO()
+    bar._prog.live.console = Console(file=buf, force_terminal=False, width=100)
+    with bar:
+        bar.advance(2)
+        bar.update("step b", advance=1)
+    task = bar._prog.tasks[0]
+    assert (task.completed, task.total, task.description) == (3, 5, "step b")
