@@ -8,6 +8,7 @@ and free metadata). Labels and item ids are always strings.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
@@ -282,6 +283,40 @@ def validate_frames(
             raise DataValidationError("annotations: confidence must lie in [0, 1]")
         ann["confidence"] = c
     return items.reset_index(drop=True), ann
+
+
+def drop_unusable(
+    annotations: pd.DataFrame, labels: Sequence[str] | None
+) -> tuple[pd.DataFrame, dict[str, int], dict[str, list[str]]]:
+    """The one rule for recorded answers, used by the named loaders and by dataset folders.
+
+    A missing or blank ``output`` is *no answer* (the row goes; it is not counted). An
+    answer outside the label set (``labels`` not None) is *dropped* and counted per
+    annotator. Returns the kept rows (index reset, values untouched), the dropped counts
+    (annotators with at least one) and up to three distinct dropped values per annotator.
+    The router treats an absent answer as a paid, unparseable call.
+
+    >>> a = pd.DataFrame({"item_id": ["1", "2", "3"], "annotator": ["m", "m", "m"],
+    ...                   "output": ["pos", "maybe", " "]})
+    >>> kept, dropped, examples = drop_unusable(a, ["pos", "neg"])
+    >>> kept["output"].tolist(), dropped, examples
+    (['pos'], {'m': 1}, {'m': ['maybe']})
+    """
+    out = annotations["output"]
+    present = out.notna()
+    norm = pd.Series("", index=out.index, dtype=object)
+    norm[present] = out[present].map(_label_str)
+    answered = present & (norm != "")
+    outside = answered & ~norm.isin(list(labels)) if labels is not None else answered & False
+    dropped: dict[str, int] = {}
+    examples: dict[str, list[str]] = {}
+    if outside.any():
+        who = annotations.loc[outside, "annotator"].astype(str)
+        for name, vals in norm[outside].groupby(who.to_numpy(), sort=True):
+            dropped[str(name)] = len(vals)
+            examples[str(name)] = [str(v) for v in pd.unique(vals)[:3]]
+    kept = annotations.loc[answered & ~outside].reset_index(drop=True)
+    return kept, dropped, examples
 
 
 def _label_str(x) -> str:
