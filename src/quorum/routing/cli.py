@@ -48,12 +48,15 @@ def simulate(
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object per seed")] = False,
 ) -> None:
     """Run a routing method on recorded annotations and print its metrics."""
-    from quorum.routing.simulate import parse_annotators, prepare, simulate_once
+    from quorum.data.loaders import load_dataset
+    from quorum.routing.simulate import check_supported, parse_annotators, prepare, simulate_once
 
     if seeds < 1:
         raise typer.BadParameter("--seeds must be >= 1")
     try:
-        prep = prepare(dataset, parse_annotators(annotators), human)
+        ds = load_dataset(dataset)
+        check_supported(method, ds.task.type, ds.name)  # before features and embeddings
+        prep = prepare(ds, parse_annotators(annotators), human)
         params = _parse_params(param)
         rows = []
         for s in range(seeds):

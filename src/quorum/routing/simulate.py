@@ -10,9 +10,14 @@ Budget fractions mean what the paper means:
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+import tempfile
 import time
+import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -118,29 +123,93 @@ def prepare(
     return Prepared(ds, task, features.phi, features.embeddings, src, secs, names)
 
 
-def _fixed_embeddings(ds: Dataset):
-    """Embed every recorded output and reference once, in one fixed order.
+def _fixed_embeddings(ds: Dataset) -> SummaryEmbeddings:
+    """Embeddings of the recorded summaries and references (see :class:`SummaryEmbeddings`)."""
+    return SummaryEmbeddings(ds)
+
+
+#: bump when the cached summary embeddings would change (model, order, dtype)
+SUMMARY_CACHE_VERSION = "quorum-summary-embeddings/1"
+
+
+class SummaryEmbeddings:
+    """Embed every recorded output and reference once, in one fixed order (sorted).
 
     A text's embedding then does not depend on which other texts shared its batch, so
-    summary runs give the same numbers in any process and in any order of runs.
+    summary runs give the same numbers in any process and in any order of runs. The
+    table is cached on disk by content (``<cache dir>/summary-embeddings/<sha256>.npy``,
+    the hash of the model name and the sorted texts), so only the first process pays for
+    it, and it is built on first use (a caller that never asks, e.g. a bench worker with
+    its own store, never pays); :func:`simulate_once` builds it before its timer.
     """
-    from quorum.features.embeddings import get_embedder
 
-    embedder = get_embedder(ds.task.language)
-    texts = set(ds.annotations["output"].dropna().astype(str))
-    if "reference" in ds.items.columns:
-        texts |= set(ds.items["reference"].dropna().astype(str))
-    ordered = sorted(texts)
-    table = dict(zip(ordered, np.asarray(embedder.encode(ordered)), strict=True))
+    def __init__(self, ds: Dataset) -> None:
+        from quorum.features.embeddings import embedder_name
 
-    def embed(batch: list[str]) -> np.ndarray:
-        missing = [t for t in batch if t not in table]
+        self.language = ds.task.language
+        texts = set(ds.annotations["output"].dropna().astype(str))
+        if "reference" in ds.items.columns:
+            texts |= set(ds.items["reference"].dropna().astype(str))
+        self.ordered = sorted(texts)
+        self.model = embedder_name(self.language)
+        self.table: dict[str, np.ndarray] | None = None
+
+    def cache_path(self) -> Path:
+        from quorum.features.cache import default_cache_dir
+
+        h = hashlib.sha256()
+        for part in (SUMMARY_CACHE_VERSION, self.model, str(len(self.ordered)), *self.ordered):
+            b = part.encode("utf-8")
+            h.update(len(b).to_bytes(8, "little") + b)
+        return default_cache_dir() / "summary-embeddings" / f"{h.hexdigest()}.npy"
+
+    def load(self) -> None:
+        """Build the table: read it from the disk cache, else encode and write it."""
+        if self.table is not None:
+            return
+        path = self.cache_path()
+        vecs = None
+        if path.is_file():
+            try:
+                vecs = np.load(path, allow_pickle=False)
+                if vecs.ndim != 2 or len(vecs) != len(self.ordered):
+                    raise ValueError(f"shape {vecs.shape} for {len(self.ordered)} texts")
+            except (OSError, ValueError) as exc:
+                warnings.warn(f"ignoring summary embedding cache {path}: {exc}", stacklevel=2)
+                vecs = None
+        if vecs is None:
+            from quorum.features.embeddings import get_embedder
+
+            vecs = np.asarray(get_embedder(self.language).encode(self.ordered))
+            _save_atomic(path, vecs)
+        self.table = dict(zip(self.ordered, vecs, strict=True))
+
+    def __call__(self, batch: list[str]) -> np.ndarray:
+        self.load()
+        assert self.table is not None
+        missing = [t for t in batch if t not in self.table]
         if missing:  # texts not recorded (should not happen in replay): embed one by one
-            for t in missing:
-                table[t] = np.asarray(embedder.encode([t]))[0]
-        return np.stack([table[t] for t in batch])
+            from quorum.features.embeddings import get_embedder
 
-    return embed
+            embedder = get_embedder(self.language)
+            for t in missing:
+                self.table[t] = np.asarray(embedder.encode([t]))[0]
+        return np.stack([self.table[t] for t in batch])
+
+
+def _save_atomic(path: Path, arr: np.ndarray) -> None:
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npy")
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, arr, allow_pickle=False)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:  # a read-only cache dir only costs speed
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        warnings.warn(f"cannot write summary embedding cache {path}: {exc}", stacklevel=2)
 
 
 def make_problem(
@@ -194,6 +263,17 @@ def score(prep: Prepared, result: RoutingResult) -> dict[str, Any]:
     return row
 
 
+def check_supported(method: str, task_type: TaskType, name: str = "") -> None:
+    """Refuse a method that cannot run on this kind of task, before any preparation."""
+    from quorum.routing.registry import get_router_class
+
+    cls = get_router_class(method)
+    if task_type is TaskType.summarization and not cls.supports_summarization:
+        raise UnsupportedTaskError(
+            f"{method} needs label-based confidence and cannot run on summarization ({name})"
+        )
+
+
 def simulate_once(
     prep: Prepared,
     method: str,
@@ -209,6 +289,9 @@ def simulate_once(
             f"({prep.task.name})"
         )
     problem, budget = make_problem(prep, setting, fraction, router)
+    load = getattr(prep.source.embed_fn, "load", None)
+    if callable(load):  # summary embeddings: built (or read from disk) outside the timer
+        load()
     t0 = time.perf_counter()
     result = router.route(problem, prep.source, budget, seed=seed)
     secs = time.perf_counter() - t0
@@ -256,6 +339,13 @@ def run_simulation(
     prepared: Prepared | None = None,
 ) -> list[dict[str, Any]]:
     """One result row per seed (see ``simulate_once``)."""
-    prep = prepared or prepare(dataset, annotators, human)
+    prep = prepared
+    if prep is None:
+        if isinstance(dataset, str):
+            from quorum.data.loaders import load_dataset
+
+            dataset = load_dataset(dataset)
+        check_supported(method, dataset.task.type, dataset.name)
+        prep = prepare(dataset, annotators, human)
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     return [simulate_once(prep, method, setting, budget, s, params)[0] for s in seed_list]
