@@ -30,7 +30,8 @@ def simulate(
     budget: Annotated[
         float,
         typer.Option(
-            help="auditor: share of items for humans; dollars: share of the all-human cost"
+            help="auditor: share of items for humans (<= 1); dollars: share of the "
+            "all-human cost (may exceed 1, e.g. 1.2)"
         ),
     ] = 0.3,
     method: Annotated[str, typer.Option(help="quorum, random, coannotating, cdi, ...")] = "quorum",
@@ -49,11 +50,18 @@ def simulate(
 ) -> None:
     """Run a routing method on recorded annotations and print its metrics."""
     from quorum.data.loaders import load_dataset
-    from quorum.routing.simulate import check_supported, parse_annotators, prepare, simulate_once
+    from quorum.routing.simulate import (
+        check_fraction,
+        check_supported,
+        parse_annotators,
+        prepare,
+        simulate_once,
+    )
 
     if seeds < 1:
         raise typer.BadParameter("--seeds must be >= 1")
     try:
+        check_fraction(setting, budget)
         ds = load_dataset(dataset)
         check_supported(method, ds.task.type, ds.name)  # before features and embeddings
         prep = prepare(ds, parse_annotators(annotators), human)

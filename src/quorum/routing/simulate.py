@@ -5,7 +5,7 @@ Budget fractions mean what the paper means:
   paper's allocation, ``B * c_H + T * c_min``, plus what the method says its uncertainty
   estimation needs (``Router.extra_cost_estimate``), which is reported apart;
 - dollars: the money limit is ``fraction * T * c_H``, a share of labelling everything by
-  humans.
+  humans; a fraction above 1.0 gives more money than that (auditor fractions stop at 1.0).
 """
 
 from __future__ import annotations
@@ -212,13 +212,29 @@ def _save_atomic(path: Path, arr: np.ndarray) -> None:
         warnings.warn(f"cannot write summary embedding cache {path}: {exc}", stacklevel=2)
 
 
+def check_fraction(setting: str, fraction: float) -> None:
+    """A budget fraction the setting can mean.
+
+    dollars: any share >= 0 of the all-human cost, above 1.0 included (1.2 = 20 % more
+    money than labelling every item by humans); auditor: the share of items a human may
+    label, so at most 1.0 (every item), as B = round(fraction * T) human labels.
+    """
+    if not math.isfinite(fraction) or fraction < 0.0:
+        raise ValueError(f"budget fraction must be a number >= 0, got {fraction}")
+    if setting == "auditor" and fraction > 1.0:
+        raise ValueError(
+            f"auditor budget {fraction} is the share of items a human may label (at most 1.0, "
+            "every item); for more money than labelling everything by humans use the "
+            "dollars setting, e.g. --setting dollars --budget 1.2"
+        )
+
+
 def make_problem(
     prep: Prepared, setting: str, fraction: float, router: Router | None = None
 ) -> tuple[RoutingProblem, Budget]:
     if setting not in ("dollars", "auditor"):
         raise ValueError("setting must be 'dollars' or 'auditor'")
-    if not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"budget fraction must be in [0, 1], got {fraction}")
+    check_fraction(setting, fraction)
     task = prep.task
     T = prep.dataset.n_items
     c_h = task.human_spec.price
