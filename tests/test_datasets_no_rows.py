@@ -6,7 +6,9 @@ import shutil
 
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
+from quorum.cli import app
 from quorum.data.io import load_folder
 from quorum.data.loaders import load_dataset
 from quorum.errors import DataValidationError
@@ -53,3 +55,14 @@ def test_folder_with_a_header_only_items_file(tmp_path):
     write_folder(tmp_path, items="item_id,text,gold\n", annotations=None)
     with pytest.raises(DataValidationError, match=r"items.csv: no items \(the file has no data"):
         load_folder(tmp_path)
+
+
+def test_simulate_without_machine_answers_says_why(tmp_path):
+    write_folder(tmp_path, annotations=None)  # items, one declared LLM, no answers
+    (tmp_path / "task.toml").write_text(
+        'name = "t"\ntype = "classification"\nlabels = ["pos", "neg"]\n', encoding="utf-8"
+    )
+    res = CliRunner().invoke(app, ["simulate", "-d", str(tmp_path), "--method", "random"])
+    assert res.exit_code == 1
+    assert "dataset 't' has no machine annotator to route to" in res.output
+    assert "Random needs" not in res.output

@@ -70,6 +70,12 @@ def select_task(
         if price is not None:
             spec = spec.model_copy(update={"price": price})
         chosen.append(spec)
+    if not any(a.kind != "human" and a.name != human for a in chosen):
+        raise DataValidationError(
+            f"dataset {task.name!r} has no machine annotator to route to (panel "
+            f"{list(annotators)}, annotators {sorted(known)}): a simulation replays the "
+            "recorded answers of at least one LLM or model"
+        )
     if human != GOLD_HUMAN:
         if human not in known:
             raise DataValidationError(
