@@ -164,3 +164,18 @@ def test_a_loaded_folder_saves_and_reloads_unchanged(tmp_path):
     for fmt in ("csv", "jsonl", "parquet"):
         back = load_folder(save_folder(ds, tmp_path / fmt, fmt=fmt))
         assert back.task == ds.task and back.meta == ds.meta
+
+
+def test_simulate_says_which_defaults_it_runs_with(tmp_path, monkeypatch):
+    import quorum.routing.simulate as sim
+
+    def stop(*args, **kwargs):  # the note comes before features are computed
+        raise ValueError("stopped before preparation")
+
+    monkeypatch.setattr(sim, "prepare", stop)
+    task = HEAD + block("a", price=0.04) + block("b") + block("c")
+    write_folder(tmp_path, items=ITEMS, annotations=answers({"a": 9, "b": 7, "c": 4}), task=task)
+    res = CliRunner().invoke(app, ["simulate", "-d", str(tmp_path)])
+    assert "stopped before preparation" in res.output
+    note = "note: t uses defaults: prices b=0.03, c=0.01; panel (all machine annotators)"
+    assert note in res.output

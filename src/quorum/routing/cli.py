@@ -64,6 +64,7 @@ def simulate(
         check_fraction(setting, budget)
         ds = load_dataset(dataset)
         check_supported(method, ds.task.type, ds.name)  # before features and embeddings
+        _say_defaults(ds, dataset)
         prep = prepare(ds, parse_annotators(annotators), human)
         params = _parse_params(param)
         rows = []
@@ -78,6 +79,23 @@ def simulate(
         raise typer.Exit(code=1) from exc
     if not as_json:
         _print_table(rows)
+
+
+def _say_defaults(ds, where: str) -> None:
+    """One stderr line when a dataset folder got default prices, panel or annotators."""
+    used = ds.meta.get("defaults") or {}
+    parts = []
+    if used.get("prices"):
+        parts.append("prices " + ", ".join(f"{a}={p:g}" for a, p in used["prices"].items()))
+    if used.get("panel"):
+        parts.append(f"panel ({used['panel']}) {ds.meta.get('panel')}")
+    if used.get("annotators"):
+        parts.append(f"annotators declared from the answers {used['annotators']}")
+    if parts:
+        typer.echo(
+            f"note: {ds.name} uses defaults: {'; '.join(parts)} (quorum datasets show {where})",
+            err=True,
+        )
 
 
 def _print_table(rows: list[dict]) -> None:
