@@ -1,4 +1,4 @@
-"""``quorum datasets``: list, show and export the named datasets."""
+"""``quorum datasets``: list, show and export datasets, and write dataset folders (init)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from quorum.data.schema import Dataset, TaskType
 from quorum.errors import QuorumError
 
 datasets_app = typer.Typer(
-    help="List, inspect and export the named datasets (read from the shared data dir).",
+    help="List, inspect and export datasets; write a dataset folder from your own data (init).",
     no_args_is_help=True,
 )
 
