@@ -180,10 +180,10 @@ def test_gold_outside_label_set(tmp_path):
         load_folder(tmp_path)
 
 
-def test_output_outside_label_set(tmp_path):
-    write_folder(tmp_path, annotations="item_id,annotator,output\n1,m1,maybe\n")
-    with pytest.raises(DataValidationError, match=r"annotations.csv: .*outside the label set"):
-        load_folder(tmp_path)
+def test_output_outside_label_set_is_dropped_and_counted(tmp_path):
+    # the named loaders' rule (tests/test_datasets_answer_rule.py has the details)
+    ds = load_folder(write_folder(tmp_path, annotations="item_id,annotator,output\n1,m1,maybe\n"))
+    assert len(ds.annotations) == 0 and ds.meta["dropped"] == {"m1": 1}
 
 
 def test_annotations_for_unknown_items(tmp_path):

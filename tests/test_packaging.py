@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "src" / "quorum"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 #: local helper modules of tests/ (imported as top-level names by the tests)
-TEST_LOCAL = {"baselines_fakes", "live_servers", "conftest"}
+TEST_LOCAL = {p.stem for p in Path(__file__).parent.glob("*.py")} | {"live_servers"}
 
 
 def _requirements(group: str | None = None) -> dict[str, Requirement]:

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, Dataset, TaskSpec, TaskType
-from quorum.errors import DataValidationError
+from quorum.errors import DataValidationError, UnsupportedTaskError
 from quorum.routing.base import Router, RoutingResult
 
 __all__ = ["annotate", "make_router", "replay"]
@@ -129,6 +129,8 @@ def replay(
     elif features != "full":
         raise ValueError(f"features must be 'full' or 'light', got {features!r}")
     r = make_router(router)
+    if ttype is TaskType.summarization and not r.supports_summarization:
+        raise UnsupportedTaskError(f"{r.name} needs label-based confidence: not for summaries")
     prep = prepare(dataset, annotators={a.name: None for a in task.llms}, human=human, features=fs)
     problem, money = make_problem(prep, setting, budget, r)
     return r.route(problem, prep.source, money, seed=seed)

@@ -5,7 +5,7 @@ Budget fractions mean what the paper means:
   paper's allocation, ``B * c_H + T * c_min``, plus what the method says its uncertainty
   estimation needs (``Router.extra_cost_estimate``), which is reported apart;
 - dollars: the money limit is ``fraction * T * c_H``, a share of labelling everything by
-  humans.
+  humans; a fraction above 1.0 gives more money than that (auditor fractions stop at 1.0).
 """
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from quorum.cache import FileCache, content_key
 from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, Dataset, TaskSpec, TaskType
 from quorum.errors import DataValidationError, UnsupportedTaskError
 from quorum.methods import make_router
@@ -65,6 +67,12 @@ def select_task(
         if price is not None:
             spec = spec.model_copy(update={"price": price})
         chosen.append(spec)
+    if not any(a.kind != "human" and a.name != human for a in chosen):
+        raise DataValidationError(
+            f"dataset {task.name!r} has no machine annotator to route to (panel "
+            f"{list(annotators)}, annotators {sorted(known)}): a simulation replays the "
+            "recorded answers of at least one LLM or model"
+        )
     if human != GOLD_HUMAN:
         if human not in known:
             raise DataValidationError(
@@ -121,29 +129,96 @@ def prepare(
     return Prepared(ds, task, features.phi, features.embeddings, src, secs, names, raw)
 
 
-def _fixed_embeddings(ds: Dataset):
-    """Embed every recorded output and reference once, in one fixed order.
+def _fixed_embeddings(ds: Dataset) -> SummaryEmbeddings:
+    """Embeddings of the recorded summaries and references (see :class:`SummaryEmbeddings`)."""
+    return SummaryEmbeddings(ds)
+
+
+#: bump when the cached summary embeddings would change (model, order, dtype)
+SUMMARY_CACHE_VERSION = "quorum-summary-embeddings/1"
+
+
+class SummaryEmbeddings:
+    """Embed every recorded output and reference once, in one fixed order (sorted).
 
     A text's embedding then does not depend on which other texts shared its batch, so
-    summary runs give the same numbers in any process and in any order of runs.
+    summary runs give the same numbers in any process and in any order of runs. The
+    table is cached on disk by content (``<cache dir>/summary-embeddings/<sha256>.npy``,
+    the hash of the model name and the sorted texts), so only the first process pays for
+    it, and it is built on first use (a caller that never asks, e.g. a bench worker with
+    its own store, never pays); :func:`simulate_once` builds it before its timer.
     """
-    from quorum.models.embedders import get_embedder
 
-    embedder = get_embedder(ds.task.language)
-    texts = set(ds.annotations["output"].dropna().astype(str))
-    if "reference" in ds.items.columns:
-        texts |= set(ds.items["reference"].dropna().astype(str))
-    ordered = sorted(texts)
-    table = dict(zip(ordered, np.asarray(embedder.encode(ordered)), strict=True))
+    def __init__(self, ds: Dataset) -> None:
+        from quorum.models.embedders import embedder_name
 
-    def embed(batch: list[str]) -> np.ndarray:
-        missing = [t for t in batch if t not in table]
+        self.language = ds.task.language
+        texts = set(ds.annotations["output"].dropna().astype(str))
+        if "reference" in ds.items.columns:
+            texts |= set(ds.items["reference"].dropna().astype(str))
+        self.ordered = sorted(texts)
+        self.model = embedder_name(self.language)
+        self.table: dict[str, np.ndarray] | None = None
+
+    def _key(self) -> str:
+        return content_key(
+            [SUMMARY_CACHE_VERSION, self.model, str(len(self.ordered)), *self.ordered]
+        )
+
+    def cache_path(self) -> Path:
+        return _SUMMARY_CACHE().path(self._key())
+
+    def load(self) -> None:
+        """Build the table: read it from the disk cache, else encode and write it."""
+        if self.table is not None:
+            return
+        cache, key = _SUMMARY_CACHE(), self._key()
+        vecs = cache.read(key, self._read)
+        if vecs is None:
+            from quorum.models.embedders import get_embedder
+
+            vecs = np.asarray(get_embedder(self.language).encode(self.ordered))
+            cache.write(key, lambda f: np.save(f, vecs, allow_pickle=False), errors="warn")
+        self.table = dict(zip(self.ordered, vecs, strict=True))
+
+    def _read(self, path: Path) -> np.ndarray:
+        vecs = np.load(path, allow_pickle=False)
+        if vecs.ndim != 2 or len(vecs) != len(self.ordered):
+            raise ValueError(f"shape {vecs.shape} for {len(self.ordered)} texts")
+        return vecs
+
+    def __call__(self, batch: list[str]) -> np.ndarray:
+        self.load()
+        assert self.table is not None
+        missing = [t for t in batch if t not in self.table]
         if missing:  # texts not recorded (should not happen in replay): embed one by one
-            for t in missing:
-                table[t] = np.asarray(embedder.encode([t]))[0]
-        return np.stack([table[t] for t in batch])
+            from quorum.models.embedders import get_embedder
 
-    return embed
+            embedder = get_embedder(self.language)
+            for t in missing:
+                self.table[t] = np.asarray(embedder.encode([t]))[0]
+        return np.stack([self.table[t] for t in batch])
+
+
+def _SUMMARY_CACHE() -> FileCache:
+    return FileCache.under("summary-embeddings", ".npy", what="summary embedding")
+
+
+def check_fraction(setting: str, fraction: float) -> None:
+    """A budget fraction the setting can mean.
+
+    dollars: any share >= 0 of the all-human cost, above 1.0 included (1.2 = 20 % more
+    money than labelling every item by humans); auditor: the share of items a human may
+    label, so at most 1.0 (every item), as B = round(fraction * T) human labels.
+    """
+    if not math.isfinite(fraction) or fraction < 0.0:
+        raise ValueError(f"budget fraction must be a number >= 0, got {fraction}")
+    if setting == "auditor" and fraction > 1.0:
+        raise ValueError(
+            f"auditor budget {fraction} is the share of items a human may label (at most 1.0, "
+            "every item); for more money than labelling everything by humans use the "
+            "dollars setting, e.g. --setting dollars --budget 1.2"
+        )
 
 
 def make_problem(
@@ -151,8 +226,7 @@ def make_problem(
 ) -> tuple[RoutingProblem, Budget]:
     if setting not in ("dollars", "auditor"):
         raise ValueError("setting must be 'dollars' or 'auditor'")
-    if not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"budget fraction must be in [0, 1], got {fraction}")
+    check_fraction(setting, fraction)
     task = prep.task
     T = prep.dataset.n_items
     c_h = task.human_spec.price
@@ -198,6 +272,17 @@ def score(prep: Prepared, result: RoutingResult) -> dict[str, Any]:
     return row
 
 
+def check_supported(method: str, task_type: TaskType, name: str = "") -> None:
+    """Refuse a method that cannot run on this kind of task, before any preparation."""
+    from quorum.methods import get_router_class
+
+    cls = get_router_class(method)
+    if task_type is TaskType.summarization and not cls.supports_summarization:
+        raise UnsupportedTaskError(
+            f"{method} needs label-based confidence and cannot run on summarization ({name})"
+        )
+
+
 def simulate_once(
     prep: Prepared,
     method: str,
@@ -213,6 +298,9 @@ def simulate_once(
             f"({prep.task.name})"
         )
     problem, budget = make_problem(prep, setting, fraction, router)
+    load = getattr(prep.source.embed_fn, "load", None)
+    if callable(load):  # summary embeddings: built (or read from disk) outside the timer
+        load()
     t0 = time.perf_counter()
     result = router.route(problem, prep.source, budget, seed=seed)
     secs = time.perf_counter() - t0
@@ -260,6 +348,13 @@ def run_simulation(
     prepared: Prepared | None = None,
 ) -> list[dict[str, Any]]:
     """One result row per seed (see ``simulate_once``)."""
-    prep = prepared or prepare(dataset, annotators, human)
+    prep = prepared
+    if prep is None:
+        if isinstance(dataset, str):
+            from quorum.data.loaders import load_dataset
+
+            dataset = load_dataset(dataset)
+        check_supported(method, dataset.task.type, dataset.name)
+        prep = prepare(dataset, annotators, human)
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     return [simulate_once(prep, method, setting, budget, s, params)[0] for s in seed_list]

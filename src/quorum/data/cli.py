@@ -1,4 +1,4 @@
-"""``quorum datasets``: list, show and export the named datasets."""
+"""``quorum datasets``: list, show and export datasets, and write dataset folders (init)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from quorum.data.schema import Dataset, TaskType
 from quorum.errors import QuorumError
 
 datasets_app = typer.Typer(
-    help="List, inspect and export the named datasets (read from the shared data dir).",
+    help="List, inspect and export datasets; write a dataset folder from your own data (init).",
     no_args_is_help=True,
 )
 
@@ -86,6 +86,8 @@ def summarize(name: str, ds: Dataset) -> dict[str, Any]:
         "human_price": ds.task.human_price,
         "panel": panel,
         "annotators": annotators,
+        "dropped": dict(ds.meta.get("dropped") or {}),
+        "defaults": dict(ds.meta.get("defaults") or {}),
         "notes": list(ds.meta.get("notes", [])),
     }
 
@@ -189,10 +191,12 @@ def show_cmd(
             f"{a['coverage']:.0%}{mark}",
             markup=False,
         )
-    con.print(f"panel: {info['panel'] or '-'}", markup=False)
+    con.print(_panel_line(ds, info), markup=False)
     unp = {k: v for k, v in ds.meta.get("unparseable", {}).items() if v}
     if unp:
         con.print(f"no usable answer (counted as unparseable): {unp}", markup=False)
+    if info["dropped"] and not any(n.startswith("dropped ") for n in info["notes"]):
+        con.print(f"dropped answers outside the label set: {info['dropped']}", markup=False)
     for note in info["notes"]:
         con.print(f"note: {note}", markup=False)
     ann = ds.annotations
@@ -208,6 +212,17 @@ def show_cmd(
             conf = a.get("confidence")
             c = f"  conf={conf:.2f}" if isinstance(conf, float) and conf == conf else ""
             con.print(f"  {a['annotator']}: {_clip(str(a['output']), 120)}{c}", markup=False)
+
+
+def _panel_line(ds: Dataset, info: dict[str, Any]) -> str:
+    """The panel and where it comes from; never a bare '-' while machines exist."""
+    how = info["defaults"].get("panel")
+    if info["panel"]:
+        return f"panel: {info['panel']}" + (f" (default: {how})" if how else "")
+    machines = [a.name for a in ds.task.llms]
+    if machines:
+        return f"panel: none given; quorum simulate uses every machine annotator {machines}"
+    return "panel: - (no machine annotators)"
 
 
 def _clip(text: str, n: int) -> str:
@@ -237,3 +252,98 @@ def export_cmd(
     except FileExistsError as exc:
         raise _fail(Exception(f"{exc} (use --overwrite)")) from exc
     typer.echo(f"wrote {name}: {ds.n_items} items, {len(ds.annotations)} annotations -> {folder}")
+
+
+def _csv_list(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+@datasets_app.command("init")
+def init_cmd(
+    out_dir: Path = typer.Argument(..., help="dataset folder to write"),
+    source: Path | None = typer.Option(
+        None, "--from", help="CSV/TSV/JSONL/JSON/Parquet table, one row per item"
+    ),
+    task_type: str = typer.Option(
+        "classification", "--type", "-t", help="classification, multiple_choice, summarization"
+    ),
+    id_column: str | None = typer.Option(None, "--id", help="id column (default: item_id/row)"),
+    text: str = typer.Option("text", "--text", help="text column, or columns a,b (template)"),
+    template: str | None = typer.Option(
+        None, "--template", help="text from columns, e.g. '{premise} / {hypothesis}'"
+    ),
+    gold: str | None = typer.Option(None, "--gold", help="gold column (summaries: reference)"),
+    choices: str | None = typer.Option(
+        None, "--choices", help="options column (JSON list or a||b), or one column per option"
+    ),
+    answers: str | None = typer.Option(
+        None, "--answers", help="answer columns, one per annotator: a,b,c"
+    ),
+    answers_file: Path | None = typer.Option(
+        None, "--answers-file", help="long answers: item_id,annotator,output (or task,worker,label)"
+    ),
+    humans: str | None = typer.Option(None, "--humans", help="annotators that are people: a,b"),
+    price: list[str] | None = typer.Option(
+        None, "--price", help="NAME=PRICE per call (repeat); others get the default rule"
+    ),
+    labels: str | None = typer.Option(None, "--labels", help="label set a,b,c (default: found)"),
+    name: str | None = typer.Option(None, "--name", help="task name (default: folder name)"),
+    language: str = typer.Option("en", "--language"),
+    fmt: str = typer.Option("csv", "--format", "-f", help="csv, jsonl or parquet"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace existing files"),
+) -> None:
+    """Write a dataset folder: from a table of items and answers (--from), or a template.
+
+    Without --from, a small commented folder of --type to fill in. With --from, the table's
+    rows become items and its answer columns (or --answers-file) the annotations; prices
+    and panel not given get the default rule when the folder is loaded.
+    """
+    from quorum.data.importer import init_folder, write_template
+
+    try:
+        if source is None:
+            folder = write_template(out_dir, task_type, overwrite=overwrite)
+            typer.echo(
+                f"wrote a {task_type} template to {folder}: edit task.toml, items.csv and "
+                f"annotations.csv, then `quorum datasets show {folder}`"
+            )
+            return
+        prices = {}
+        for p in price or []:
+            key, sep, val = p.partition("=")
+            try:
+                prices[key.strip()] = float(val)
+            except ValueError:
+                sep = ""
+            if not sep:
+                raise typer.BadParameter(f"--price expects NAME=PRICE, got {p!r}")
+        ds = init_folder(
+            out_dir,
+            source,
+            task_type=task_type,
+            id_column=id_column,
+            text=_csv_list(text) or ["text"],
+            template=template,
+            gold=gold,
+            choices=_csv_list(choices),
+            answers=_csv_list(answers),
+            answers_file=answers_file,
+            humans=_csv_list(humans),
+            prices=prices,
+            labels=_csv_list(labels) or None,
+            name=name,
+            language=language,
+            fmt=fmt,  # type: ignore[arg-type]
+            overwrite=overwrite,
+        )
+    except (QuorumError, ValueError) as exc:
+        raise _fail(exc) from exc
+    except FileExistsError as exc:
+        raise _fail(Exception(str(exc))) from exc
+    typer.echo(
+        f"wrote {out_dir}: {ds.n_items} items, {len(ds.annotations)} answers, "
+        f"{len(ds.task.annotators)} annotators, labels {ds.task.labels}"
+    )
+    for note in ds.meta.get("notes", []):
+        typer.echo(f"note: {note}")
+    typer.echo(f"next: quorum datasets show {out_dir}; quorum simulate --dataset {out_dir}")

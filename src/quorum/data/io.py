@@ -28,7 +28,15 @@ import pyarrow as pa
 import yaml
 from pydantic import ValidationError
 
-from quorum.data.schema import ANNOTATION_REQUIRED, Dataset, TaskSpec
+from quorum.data.defaults import (
+    apply_text_template,
+    declare_from_annotations,
+    fill_defaults,
+    placeholder_prices,
+    record_drops,
+    split_folder_keys,
+)
+from quorum.data.schema import ANNOTATION_REQUIRED, Dataset, TaskSpec, drop_unusable
 from quorum.errors import DatasetNotFoundError, DataValidationError
 
 Format = Literal["csv", "jsonl", "parquet"]
@@ -58,6 +66,9 @@ __all__ = ["load_folder", "read_task", "save_folder", "write_task"]
 def load_folder(path: str | Path) -> Dataset:
     """Load and validate a dataset folder.
 
+    What ``task.toml`` leaves out (annotators, prices, panel) gets the defaults of
+    :mod:`quorum.data.defaults`, recorded in ``meta["defaults"]`` and ``meta["notes"]``;
+    answers outside the label set are dropped and counted (``meta["dropped"]``).
     Raises :class:`DatasetNotFoundError` when the folder or a required file is missing and
     :class:`DataValidationError` (naming the file) when a file is malformed or inconsistent.
     """
@@ -67,8 +78,9 @@ def load_folder(path: str | Path) -> Dataset:
     task_file = _find_one(folder, TASK_FILES, required=True, what="task file")
     items_file = _find_one(folder, [f"items.{f}" for f in FORMATS], required=True, what="items")
     ann_file = _find_one(folder, [f"annotations.{f}" for f in FORMATS], required=False, what="")
+    assert task_file is not None and items_file is not None
 
-    task = read_task(task_file)
+    task_data, extras = split_folder_keys(_read_task_data(task_file))
     dtypes: dict[str, dict[str, str]] = {}
     dtypes_file = folder / DTYPES_FILE
     if dtypes_file.is_file():
@@ -77,6 +89,8 @@ def load_folder(path: str | Path) -> Dataset:
         except json.JSONDecodeError as exc:
             raise DataValidationError(f"{dtypes_file}: malformed JSON: {exc}") from exc
     items = _read_table(items_file, dtypes=dtypes.get("items"))
+    if len(items) == 0:
+        raise DataValidationError(f"{items_file}: no items (the file has no data rows)")
     if ann_file is None:
         annotations = pd.DataFrame({c: pd.Series(dtype="str") for c in ANNOTATION_REQUIRED})
     else:
@@ -95,17 +109,71 @@ def load_folder(path: str | Path) -> Dataset:
         if not isinstance(meta, dict):
             raise DataValidationError(f"{meta_file}: expected a JSON object, got {type(meta)}")
 
+    panel, panel_file = _given_panel(extras, meta, task_file, folder / META_FILE)
+
+    def where(msg: str) -> Path:
+        if msg.startswith("annotations") and ann_file:
+            return ann_file
+        return panel_file if msg.startswith("panel") else items_file
+
     try:
-        return Dataset(task, items, annotations, source=str(folder), meta=meta)
+        if "text_template" in extras:
+            items = apply_text_template(items, extras["text_template"])
+            meta["text_template"] = extras["text_template"]
+        task_data, declared = declare_from_annotations(task_data, annotations)
+        task_data, unpriced = placeholder_prices(task_data)
+        task = _validate_task(task_data, task_file)
+        dropped, examples = {}, {}
+        if "output" in annotations.columns:
+            annotations, dropped, examples = drop_unusable(
+                annotations, task.labels if task.type.has_labels else None
+            )
+        ds = Dataset(task, items, annotations, source=str(folder), meta=meta)
+        record_drops(ds, dropped, examples)
+        fill_defaults(ds, unpriced, panel, declared)
     except DataValidationError as exc:
         msg = str(exc)
-        where = ann_file if msg.startswith("annotations") and ann_file else items_file
-        raise DataValidationError(f"{where}: {msg}") from exc
+        if msg.startswith(str(task_file)):
+            raise
+        raise DataValidationError(f"{where(msg)}: {msg}") from exc
+    return ds
+
+
+def _given_panel(
+    extras: dict[str, Any], meta: dict[str, Any], task_file: Path, meta_file: Path
+) -> tuple[list[str] | None, Path]:
+    """The panel the folder gives (task.toml or meta.json ``panel``; None) and its file."""
+    found = {}
+    for src, value in ((task_file, extras.get("panel")), (meta_file, meta.get("panel"))):
+        if value is None or value == []:
+            continue
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+            raise DataValidationError(f"{src}: panel must be a list of annotator names")
+        found[src] = value
+    if len(found) == 2 and found[task_file] != found[meta_file]:
+        raise DataValidationError(
+            f"{task_file}: panel {found[task_file]} differs from the panel "
+            f"{found[meta_file]} in {meta_file}; keep one"
+        )
+    if not found:
+        return None, task_file
+    src, value = next(iter(found.items()))
+    return value, src
 
 
 def read_task(path: str | Path) -> TaskSpec:
-    """Parse a ``task.toml`` / ``task.yaml`` file into a :class:`TaskSpec`."""
+    """Parse a ``task.toml`` / ``task.yaml`` file into a :class:`TaskSpec`.
+
+    The folder keys ``panel`` and ``text_template`` are not part of the TaskSpec and are
+    left out; every annotator needs a ``price`` here (:func:`load_folder` fills missing
+    ones from the data).
+    """
     path = Path(path)
+    task_data, _ = split_folder_keys(_read_task_data(path))
+    return _validate_task(task_data, path)
+
+
+def _read_task_data(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise DatasetNotFoundError(f"task file not found: {path}")
     text = _read_text(path)
@@ -123,6 +191,10 @@ def read_task(path: str | Path) -> TaskSpec:
         raise DataValidationError(
             f"{path}: expected a mapping of task fields, got {type(data).__name__}"
         )
+    return data
+
+
+def _validate_task(data: dict[str, Any], path: Path) -> TaskSpec:
     try:
         return TaskSpec.model_validate(data)
     except ValidationError as exc:

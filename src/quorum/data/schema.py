@@ -8,6 +8,7 @@ and free metadata). Labels and item ids are always strings.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
@@ -229,7 +230,7 @@ def validate_frames(
     labels = set(task.labels or [])
     if "gold" in items.columns:
         g = items["gold"]
-        items["gold"] = g.where(g.isna(), g.map(_label_str))
+        items["gold"] = g.where(g.isna(), _label_strs(g))
         if task.type.has_labels:
             bad = items.loc[items["gold"].notna() & ~items["gold"].isin(labels)]
             if len(bad):
@@ -254,7 +255,7 @@ def validate_frames(
             f"e.g. {sorted(set(unknown['item_id']))[:5]}"
         )
     ann = ann.loc[ann["output"].notna()].reset_index(drop=True)
-    ann["output"] = ann["output"].map(_label_str) if task.type.has_labels else ann["output"]
+    ann["output"] = _label_strs(ann["output"]) if task.type.has_labels else ann["output"]
     if task.type.has_labels:
         bad = ann.loc[~ann["output"].isin(labels)]
         if len(bad):
@@ -282,6 +283,47 @@ def validate_frames(
             raise DataValidationError("annotations: confidence must lie in [0, 1]")
         ann["confidence"] = c
     return items.reset_index(drop=True), ann
+
+
+def drop_unusable(
+    annotations: pd.DataFrame, labels: Sequence[str] | None
+) -> tuple[pd.DataFrame, dict[str, int], dict[str, list[str]]]:
+    """The one rule for recorded answers, used by the named loaders and by dataset folders.
+
+    A missing or blank ``output`` is *no answer* (the row goes; it is not counted). An
+    answer outside the label set (``labels`` not None) is *dropped* and counted per
+    annotator. Returns the kept rows (index reset, values untouched), the dropped counts
+    (annotators with at least one) and up to three distinct dropped values per annotator.
+    The router treats an absent answer as a paid, unparseable call.
+
+    >>> a = pd.DataFrame({"item_id": ["1", "2", "3"], "annotator": ["m", "m", "m"],
+    ...                   "output": ["pos", "maybe", " "]})
+    >>> kept, dropped, examples = drop_unusable(a, ["pos", "neg"])
+    >>> kept["output"].tolist(), dropped, examples
+    (['pos'], {'m': 1}, {'m': ['maybe']})
+    """
+    out = annotations["output"]
+    present = out.notna()
+    norm = pd.Series("", index=out.index, dtype=object)
+    norm[present] = _label_strs(out[present])
+    answered = present & (norm != "")
+    outside = answered & ~norm.isin(list(labels)) if labels is not None else answered & False
+    dropped: dict[str, int] = {}
+    examples: dict[str, list[str]] = {}
+    if outside.any():
+        who = annotations.loc[outside, "annotator"].astype(str)
+        for name, vals in norm[outside].groupby(who.to_numpy(), sort=True):
+            dropped[str(name)] = len(vals)
+            examples[str(name)] = [str(v) for v in pd.unique(vals)[:3]]
+    kept = annotations.loc[answered & ~outside].reset_index(drop=True)
+    return kept, dropped, examples
+
+
+def _label_strs(values: pd.Series) -> pd.Series:
+    """:func:`_label_str` of every value, computed once per distinct value (fast on big
+    answer frames, where a few labels repeat)."""
+    table = {v: _label_str(v) for v in pd.unique(values)}
+    return values.map(table)
 
 
 def _label_str(x) -> str:

@@ -30,7 +30,8 @@ def simulate(
     budget: Annotated[
         float,
         typer.Option(
-            help="auditor: share of items for humans; dollars: share of the all-human cost"
+            help="auditor: share of items for humans (<= 1); dollars: share of the "
+            "all-human cost (may exceed 1, e.g. 1.2)"
         ),
     ] = 0.3,
     method: Annotated[str, typer.Option(help="quorum, random, coannotating, cdi, ...")] = "quorum",
@@ -48,12 +49,23 @@ def simulate(
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object per seed")] = False,
 ) -> None:
     """Run a routing method on recorded annotations and print its metrics."""
-    from quorum.simulate import parse_annotators, prepare, simulate_once
+    from quorum.data.loaders import load_dataset
+    from quorum.simulate import (
+        check_fraction,
+        check_supported,
+        parse_annotators,
+        prepare,
+        simulate_once,
+    )
 
     if seeds < 1:
         raise typer.BadParameter("--seeds must be >= 1")
     try:
-        prep = prepare(dataset, parse_annotators(annotators), human)
+        check_fraction(setting, budget)
+        ds = load_dataset(dataset)
+        check_supported(method, ds.task.type, ds.name)  # before features and embeddings
+        _say_defaults(ds, dataset)
+        prep = prepare(ds, parse_annotators(annotators), human)
         params = _parse_params(param)
         rows = []
         for s in range(seeds):
@@ -67,6 +79,23 @@ def simulate(
         raise typer.Exit(code=1) from exc
     if not as_json:
         _print_table(rows)
+
+
+def _say_defaults(ds, where: str) -> None:
+    """One stderr line when a dataset folder got default prices, panel or annotators."""
+    used = ds.meta.get("defaults") or {}
+    parts = []
+    if used.get("prices"):
+        parts.append("prices " + ", ".join(f"{a}={p:g}" for a, p in used["prices"].items()))
+    if used.get("panel"):
+        parts.append(f"panel ({used['panel']}) {ds.meta.get('panel')}")
+    if used.get("annotators"):
+        parts.append(f"annotators declared from the answers {used['annotators']}")
+    if parts:
+        typer.echo(
+            f"note: {ds.name} uses defaults: {'; '.join(parts)} (quorum datasets show {where})",
+            err=True,
+        )
 
 
 def _print_table(rows: list[dict]) -> None:

@@ -19,7 +19,7 @@ from quorum.data.loaders import summarization as _s
 from quorum.data.loaders._common import annotator_scores, rank_prices, unigram_f1
 from quorum.data.paths import data_dir as _default_data_dir
 from quorum.data.schema import Dataset
-from quorum.errors import DatasetNotFoundError
+from quorum.errors import DatasetNotFoundError, DataValidationError
 
 __all__ = [
     "DATASETS",
@@ -152,6 +152,11 @@ def load_dataset(name_or_path: str | Path, data_dir: str | Path | None = None) -
                 f"dataset {canonical!r}: file not found: {root / entry.file}"
             )
         subs = entry.sub_names(root) or []
+        if not subs:
+            raise DataValidationError(
+                f"dataset {canonical!r}: no rows in {root / entry.file} to find its "
+                f"{entry.prefix}/<sub> names in"
+            )
         if sub is None or sub not in subs:
             what = "needs a sub-name" if sub is None else f"has no {sub!r}"
             raise DatasetNotFoundError(

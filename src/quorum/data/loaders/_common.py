@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from quorum.data.schema import AnnotatorSpec, Dataset, TaskSpec, TaskType
-from quorum.errors import DatasetNotFoundError
+from quorum.data.schema import AnnotatorSpec, Dataset, TaskSpec, TaskType, drop_unusable
+from quorum.errors import DatasetNotFoundError, DataValidationError
 
 #: default per-call prices of the 3-LLM panel (most accurate first) and of accuracy terciles
 PANEL_PRICES: tuple[float, float, float] = (0.05, 0.03, 0.01)
@@ -32,6 +32,15 @@ def source_file(root: Path, rel: str, name: str) -> Path:
             f"(data dir {root}; set $QUORUM_DATA_DIR or pass data_dir=)"
         )
     return path
+
+
+def require_rows(
+    df: pd.DataFrame, name: str, path: Path, reason: str = "the file has no data rows"
+) -> pd.DataFrame:
+    """``df``, or a DataValidationError naming the dataset, the file and the rows looked for."""
+    if df.empty:
+        raise DataValidationError(f"dataset {name!r}: no items found in {path} ({reason})")
+    return df
 
 
 def blank_to_na(s: pd.Series) -> pd.Series:
@@ -176,19 +185,25 @@ def finalize(
     reference_llm: str | None = None,
     notes: list[str] | None = None,
     extra_meta: dict | None = None,
+    empty_reason: str | None = None,
 ) -> Dataset:
     """Drop empty/unparseable answers (counting them), score, price, and build the Dataset.
 
     ``kinds`` lists every recorded annotator (name -> llm/model/human). Without ``prices``
-    machines get :func:`rank_prices` prices and panel; humans cost 0.10 each.
+    machines get :func:`rank_prices` prices and panel; humans cost 0.10 each. Answers are
+    kept or dropped by :func:`quorum.data.schema.drop_unusable` (``meta["dropped"]``
+    counts answers outside the label set). No items at all is an error that names the
+    source files and ``empty_reason`` (which rows were looked for).
     """
     notes = list(notes or [])
-    out = annotations["output"]
-    usable = out.notna() & (out.astype("str").str.strip() != "")
-    if labels is not None:
-        usable &= out.isin(labels)
-    ann = annotations.loc[usable].reset_index(drop=True)
     n = len(items)
+    if n == 0:
+        files = ", ".join(str(p) for p in sources)
+        raise DataValidationError(
+            f"dataset {name!r}: no items found in {files} "
+            f"({empty_reason or 'the file has no data rows'})"
+        )
+    ann, dropped, _ = drop_unusable(annotations, labels)
     counts = ann["annotator"].value_counts()
 
     scores, coverage = annotator_scores(task_type, items, ann)
@@ -231,6 +246,7 @@ def finalize(
         "panel": panel,
         "notes": notes,
         "unparseable": unparseable,
+        "dropped": dropped,
         "scores": {a: round(scores[a], 6) for a in kinds if a in scores},
         "coverage": {a: round(coverage.get(a, 0.0), 6) for a in kinds},
         **(extra_meta or {}),

@@ -15,6 +15,7 @@ from quorum.data.loaders._common import (
     empty_annotations,
     finalize,
     mc_text,
+    require_rows,
     source_file,
     wide_to_long,
 )
@@ -51,7 +52,7 @@ def _letters(n: int) -> list[str]:
 def load_mmlu_redux(root: Path, sub: str | None, name: str) -> Dataset:
     """MMLU-Redux questions with the HELM answers of up to 20 LLMs."""
     path = source_file(root, MMLU_FILE, name)
-    df = _read_csv(path)
+    df = require_rows(_read_csv(path), name, path)
     choices = df["choices"].map(lambda s: [str(c) for c in ast.literal_eval(s)])
     labels = _letters(int(choices.map(len).max()))
     items = pd.DataFrame(
@@ -165,7 +166,7 @@ def load_llms_for_css(root: Path, sub: str | None, name: str) -> Dataset:
 def load_imdb_mlapi(root: Path, sub: str | None, name: str) -> Dataset:
     """IMDB test reviews with 4 sentiment APIs (FrugalML) and their real prices."""
     path = source_file(root, IMDB_FILE, name)
-    df = pd.read_parquet(path)
+    df = require_rows(pd.read_parquet(path), name, path)
     apis = [c.removeprefix("pred_") for c in df if c.startswith("pred_")]
     names = df.groupby("gold")["gold_sentiment"].first()
     items = pd.DataFrame(
@@ -237,7 +238,7 @@ def load_sentimp_en(root: Path, sub: str | None, name: str) -> Dataset:
     zero-shot, see :mod:`quorum.data.loaders.zeroshot`) and cached on disk.
     """
     path = source_file(root, SENTIMP_FILE, name)
-    df = _read_csv(path)
+    df = require_rows(_read_csv(path), name, path)
     label_cols = sorted(
         (c for c in df if re.fullmatch(r"label_\d+", c)), key=lambda c: int(c.split("_")[1])
     )
@@ -299,7 +300,7 @@ def _label_int(s: pd.Series) -> pd.Series:
 def load_stance(root: Path, sub: str | None, name: str) -> Dataset:
     """Catalonia-independence stance: GPT-4o-mini under 11 prompts, with confidences."""
     path = source_file(root, STANCE_FILES[str(sub)], name)
-    df = _read_csv(path)
+    df = require_rows(_read_csv(path), name, path)
     ks = sorted(int(m.group(1)) for c in df if (m := re.fullmatch(r"parsed_response(\d+)", c)))
     items = pd.DataFrame(
         {
@@ -348,7 +349,7 @@ def load_stance(root: Path, sub: str | None, name: str) -> Dataset:
 def load_ag_news(root: Path, sub: str | None, name: str) -> Dataset:
     """AG News test split (4 topics), no recorded annotators."""
     path = source_file(root, AG_NEWS_FILE, name)
-    df = _read_csv(path)
+    df = require_rows(_read_csv(path), name, path)
     names = df.groupby("label")["label_name"].first()
     labels = sorted(names.index, key=int)
     items = pd.DataFrame(
@@ -377,7 +378,7 @@ def load_ag_news(root: Path, sub: str | None, name: str) -> Dataset:
 def load_sst2(root: Path, sub: str | None, name: str) -> Dataset:
     """GLUE SST-2 dev set, no recorded annotators."""
     path = source_file(root, SST2_FILE, name)
-    df = _read_csv(path)
+    df = require_rows(_read_csv(path), name, path)
     items = pd.DataFrame(
         {
             "item_id": df["idx"],
@@ -403,7 +404,7 @@ def load_sst2(root: Path, sub: str | None, name: str) -> Dataset:
 def load_jmmlu(root: Path, sub: str | None, name: str) -> Dataset:
     """JMMLU (Japanese MMLU, CC BY-SA part), no recorded annotators."""
     path = source_file(root, JMMLU_FILE, name)
-    df = _read_csv(path)
+    df = require_rows(_read_csv(path), name, path)
     opt_cols = [c for c in LETTERS if c in df.columns]
     choices = pd.Series(df[opt_cols].to_numpy().tolist(), index=df.index).map(
         lambda cs: [str(c) for c in cs]

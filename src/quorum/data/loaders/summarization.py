@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from quorum.data.loaders._common import finalize, source_file
+from quorum.data.loaders._common import finalize, require_rows, source_file
 from quorum.data.schema import Dataset, TaskType
 from quorum.errors import DatasetNotFoundError
 
@@ -84,6 +84,7 @@ def load_selfrec(root: Path, sub: str | None, name: str) -> Dataset:
     """Panickssery et al. 2024: 4 LLMs summarise CNN/DM train articles."""
     path = source_file(root, SELFREC_FILE, name)
     df = pd.read_parquet(path, filters=[("dataset", "==", "cnndm")])
+    require_rows(df, name, path, "no row with dataset == 'cnndm'")
     items, notes = _items(df, ["dataset", "split"])
     ann = _long(df.loc[df["doc_id"].isin(items["item_id"])])
     notes.append("train-split articles: models may have seen them")
@@ -96,6 +97,7 @@ def load_selfrec(root: Path, sub: str | None, name: str) -> Dataset:
         sources=[path],
         description="Panickssery et al. 2024: 4 LLM summarisers on CNN/DM (train split)",
         notes=notes,
+        empty_reason="every document with dataset == 'cnndm' has an empty text",
     )
 
 
@@ -103,7 +105,7 @@ def load_selfrec(root: Path, sub: str | None, name: str) -> Dataset:
 def load_summeval(root: Path, sub: str | None, name: str) -> Dataset:
     """SummEval's 12 abstractive systems on 100 CNN/DM test articles, with ratings."""
     path = source_file(root, SUMMEVAL_FILE, name)
-    df = pd.read_parquet(path)
+    df = require_rows(pd.read_parquet(path), name, path)
     items, notes = _items(df, ["dataset", "references_all"])
     ratings = [c for c in df.columns if c.startswith(("expert_", "turker_"))]
     ann = _long(df.loc[df["doc_id"].isin(items["item_id"])], ["system_id", *ratings])
@@ -131,7 +133,7 @@ def load_zhang23(root: Path, sub: str | None, name: str) -> Dataset:
     human annotators ``writer_2``..; davinci-002 is the only LLM.
     """
     path = source_file(root, ZHANG_FILE, name)
-    df = pd.read_parquet(path)
+    df = require_rows(pd.read_parquet(path), name, path)
     human = df["system"] == "human_writer"
     ref = df.loc[human & (df["writer_idx"] == 1)].drop_duplicates("doc_id")
     docs = df.drop_duplicates("doc_id")[["doc_id", "document", "has_davinci"]]
@@ -161,4 +163,6 @@ def load_zhang23(root: Path, sub: str | None, name: str) -> Dataset:
         sources=[path],
         description="Zhang et al. 2023: freelance-writer summaries vs GPT-3 text-davinci-002",
         notes=notes,
+        empty_reason="no article with a writer-1 summary (system 'human_writer', writer_idx 1) "
+        "and a non-empty document",
     )

@@ -1,0 +1,406 @@
+"""Write a dataset folder from one table of items and answers (``quorum datasets init``).
+
+The table is CSV, TSV, JSONL, JSON or Parquet with one row per item; answers are either
+columns of it (one per annotator, *wide*) or a second table with one row per answer
+(``item_id, annotator, output``, or crowd-kit's ``task, worker, label``; *long*).
+The folder written holds only what the table says: prices and panel left out are filled
+by :mod:`quorum.data.defaults` when the folder is loaded, and the folder is loaded once
+before returning, so every problem is reported with the file it is in.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from quorum.data.io import FORMATS, META_FILE, TASK_FILES, Format, _toml_value, _write_table
+from quorum.data.loaders._common import LETTERS, mc_text
+from quorum.data.schema import TaskType
+from quorum.errors import DatasetNotFoundError, DataValidationError
+
+__all__ = ["init_folder", "read_source", "write_template"]
+
+#: crowd-kit's column names for long answers
+_CROWDKIT = {"task": "item_id", "worker": "annotator", "label": "output"}
+_LONG = ("item_id", "annotator", "output")
+_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet")
+
+
+def read_source(path: str | Path) -> pd.DataFrame:
+    """A CSV/TSV/JSONL/JSON/Parquet table; text files are read with every column a string."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise DatasetNotFoundError(f"file not found: {path}")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".parquet":
+            return pd.read_parquet(path)
+        text = path.read_bytes().decode("utf-8").removeprefix("\ufeff")
+        if suffix in (".csv", ".tsv"):
+            return pd.read_csv(
+                io.StringIO(text),
+                sep="\t" if suffix == ".tsv" else ",",
+                dtype=str,
+                keep_default_na=False,
+                na_values=[""],
+            )
+        if suffix == ".jsonl":
+            return pd.read_json(io.StringIO(text), lines=True, dtype=False)
+        if suffix == ".json":
+            return pd.read_json(io.StringIO(text), dtype=False)
+    except UnicodeDecodeError as exc:
+        raise DataValidationError(
+            f"{path}: not valid UTF-8 at byte offset {exc.start}; re-save the file as UTF-8"
+        ) from exc
+    except (ValueError, OSError) as exc:
+        raise DataValidationError(f"{path}: cannot read: {exc}") from exc
+    raise DataValidationError(f"{path}: use one of {', '.join(_SUFFIXES)}")
+
+
+def init_folder(
+    out: str | Path,
+    source: str | Path,
+    *,
+    task_type: str = "classification",
+    id_column: str | None = None,
+    text: Sequence[str] = ("text",),
+    template: str | None = None,
+    gold: str | None = None,
+    choices: Sequence[str] = (),
+    answers: Sequence[str] = (),
+    answers_file: str | Path | None = None,
+    humans: Sequence[str] = (),
+    prices: Mapping[str, float] | None = None,
+    labels: Sequence[str] | None = None,
+    name: str | None = None,
+    language: str = "en",
+    fmt: Format = "csv",
+    overwrite: bool = False,
+):
+    """Write the dataset folder ``out`` from the table ``source`` and return it loaded.
+
+    - ``id_column``: item ids (default: ``item_id`` if present, else the row number);
+    - ``text``: the column with the item text, or several columns joined by ``template``
+      (default ``"<col>: {<col>}"`` one per line), written as ``text_template``;
+    - ``gold``: gold labels, or for summarization the reference summary;
+    - ``choices`` (multiple choice): one column holding a JSON list (or ``a||b||c``), or
+      one column per option; labels are then letters and the text is the question
+      followed by lettered options (as the named loaders write it); gold given as a
+      0-based index is turned into a letter;
+    - ``answers``: answer columns of ``source``, one per annotator (the column name is the
+      annotator's name); ``answers_file``: a long table of answers instead;
+    - ``humans``: annotators that are people (kind ``human``); the others are LLMs;
+    - ``prices``: price per call of some annotators; the others get the default rule;
+    - ``labels``: the label set (default: the gold labels found, else the answers found).
+    """
+    ttype = TaskType(task_type)
+    folder = Path(out).expanduser()
+    src = Path(source).expanduser()
+    df = read_source(src)
+    where = str(src)
+    if df.empty:
+        raise DataValidationError(f"{where}: no rows")
+    cols = [str(c) for c in df.columns]
+    df.columns = cols
+
+    def need(col: str, what: str) -> str:
+        if col not in cols:
+            raise DataValidationError(f"{where}: {what} column {col!r} not found; columns: {cols}")
+        return col
+
+    for c in answers:
+        need(c, "answer")
+    used = set(answers)
+    items = df.drop(columns=list(answers))
+    id_col = id_column or ("item_id" if "item_id" in cols else None)
+    if id_col is not None:
+        need(id_col, "id")
+        ids = df[id_col].astype(str).str.strip()
+    else:
+        ids = pd.Series([str(i) for i in range(len(df))])
+    if "item_id" in used:
+        raise DataValidationError(f"{where}: 'item_id' cannot be an answer column")
+    items = items.drop(columns=[id_col] if id_col else [])
+    items.insert(0, "item_id", ids.to_numpy())
+
+    opts = _choices(df, choices, need) if choices else None
+    text_template = None
+    if template is not None or len(text) > 1:
+        text_template = template or "\n".join(f"{c}: {{{c}}}" for c in text)
+        if "text" in items.columns:
+            items = items.rename(columns={"text": "text_column"})
+            text_template = text_template.replace("{text}", "{text_column}")
+    else:
+        col = need(text[0], "text")
+        body = df[col].astype(str)
+        if ttype is TaskType.multiple_choice and opts is not None:
+            body = mc_text(body, opts)
+        items = items.drop(columns=[col] if col != "text" else [])
+        items["text"] = body.to_numpy()
+    if opts is not None:
+        items = items.drop(columns=[c for c in choices if c in items.columns])
+        items["choices"] = opts.to_numpy()
+
+    gold_col = "reference" if ttype is TaskType.summarization else "gold"
+    notes: list[str] = []
+    if gold is not None:
+        g = df[need(gold, "gold")]
+        if opts is not None:
+            g, converted = _gold_letters(g, opts)
+            if converted:
+                notes.append(f"gold {gold!r} given as 0-based option indices: written as letters")
+        items = items.drop(columns=[gold] if gold != gold_col else [])
+        items[gold_col] = g.to_numpy()
+
+    first = [c for c in ("item_id", "text", gold_col, "choices") if c in items.columns]
+    items = items[first + [c for c in items.columns if c not in first]]
+    ann = _answers(df, ids, answers, answers_file)
+    label_set = _labels(ttype, labels, items, ann, opts)
+    names = list(dict.fromkeys(ann["annotator"].astype(str)))
+    unknown = sorted(set(humans) - set(names)) + sorted(set(prices or {}) - set(names))
+    if unknown:
+        raise DataValidationError(f"annotator(s) {unknown} have no answers; annotators: {names}")
+
+    task: dict[str, Any] = {
+        "name": name or folder.name,
+        "type": ttype.value,
+        "language": language,
+    }
+    if label_set is not None:
+        task["labels"] = label_set
+    if text_template is not None:
+        task["text_template"] = text_template
+    decl = [
+        {"name": a, "kind": "human" if a in humans else "llm"}
+        | ({"price": float(prices[a])} if prices and a in prices else {})
+        for a in names
+    ]
+    _write(folder, fmt, overwrite, task, decl, items, ann, src, notes)
+    from quorum.data.io import load_folder
+
+    return load_folder(folder)
+
+
+def _choices(df: pd.DataFrame, choices: Sequence[str], need) -> pd.Series:
+    if len(choices) > 1:
+        for c in choices:
+            need(c, "choice")
+        rows = df[list(choices)].astype(object).where(df[list(choices)].notna(), None)
+        return pd.Series(
+            [[str(v) for v in r if v is not None] for r in rows.to_numpy().tolist()], dtype=object
+        )
+    col = need(choices[0], "choices")
+
+    def parse(v: Any) -> list[str]:
+        if isinstance(v, list | tuple):
+            return [str(x) for x in v]
+        s = "" if v is None or v != v else str(v).strip()
+        if s.startswith("["):
+            try:
+                return [str(x) for x in json.loads(s)]
+            except json.JSONDecodeError:
+                pass
+        return [x for x in s.split("||") if x] if s else []
+
+    return pd.Series([parse(v) for v in df[col]], dtype=object)
+
+
+def _gold_letters(g: pd.Series, opts: pd.Series) -> tuple[pd.Series, bool]:
+    s = g.astype(object).where(g.notna(), None).map(lambda v: None if v is None else str(v).strip())
+    vals = s.dropna()
+    n = opts.map(len)
+    if len(vals) and vals.str.fullmatch(r"\d+").all():
+        idx = pd.to_numeric(s, errors="coerce")
+        ok = idx.isna() | ((idx >= 0) & (idx < n))
+        if ok.all():
+            return idx.map(lambda i: None if pd.isna(i) else LETTERS[int(i)]), True
+    return s, False
+
+
+def _answers(
+    df: pd.DataFrame, ids: pd.Series, answers: Sequence[str], answers_file: str | Path | None
+) -> pd.DataFrame:
+    frames = []
+    for c in answers:
+        frames.append(
+            pd.DataFrame({"item_id": ids.to_numpy(), "annotator": c, "output": df[c].to_numpy()})
+        )
+    if answers_file is not None:
+        long = read_source(answers_file)
+        long.columns = [str(c) for c in long.columns]
+        long = long.rename(columns={k: v for k, v in _CROWDKIT.items() if k in long.columns})
+        miss = [c for c in ("item_id", "annotator", "output") if c not in long.columns]
+        if miss:
+            raise DataValidationError(
+                f"{answers_file}: missing column(s) {miss} (item_id, annotator, output; or "
+                f"crowd-kit's task, worker, label); found {list(long.columns)}"
+            )
+        long["item_id"] = long["item_id"].astype(str).str.strip()
+        long["annotator"] = long["annotator"].astype(str)
+        frames.append(long)
+    if not frames:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in _LONG})
+    ann = pd.concat(frames, ignore_index=True)
+    return ann.loc[ann["output"].notna()].reset_index(drop=True)
+
+
+def _labels(
+    ttype: TaskType,
+    labels: Sequence[str] | None,
+    items: pd.DataFrame,
+    ann: pd.DataFrame,
+    opts: pd.Series | None,
+) -> list[str] | None:
+    if not ttype.has_labels:
+        return None
+    if labels:
+        return [str(x) for x in labels]
+    if opts is not None:
+        return list(LETTERS[: max(1, int(opts.map(len).max()))])
+    found = items["gold"].dropna() if "gold" in items.columns else pd.Series(dtype=object)
+    if found.empty:
+        found = ann["output"].dropna()
+    out = sorted({str(v).strip() for v in found if str(v).strip()})
+    if not out:
+        raise DataValidationError("no labels: give --labels, a gold column or answers")
+    return out
+
+
+def _write(
+    folder: Path,
+    fmt: str,
+    overwrite: bool,
+    task: dict[str, Any],
+    decl: list[dict[str, Any]],
+    items: pd.DataFrame,
+    ann: pd.DataFrame,
+    src: Path,
+    notes: list[str],
+) -> None:
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {FORMATS}")
+    folder.mkdir(parents=True, exist_ok=True)
+    ours = [*TASK_FILES, META_FILE, "dtypes.json"]
+    ours += [f"{part}.{f}" for part in ("items", "annotations") for f in FORMATS]
+    existing = [folder / n for n in ours if (folder / n).exists()]
+    if existing and not overwrite:
+        raise FileExistsError(
+            f"{folder} already holds dataset files {[p.name for p in existing]}; "
+            "pass overwrite=True (--overwrite) to replace them"
+        )
+    for p in existing:
+        p.unlink()
+    lines = [
+        f"# written by `quorum datasets init` from {src.name}; see docs/datasets.md",
+        "# An annotator without `price` and a missing `panel` get the default rule when the",
+        "# folder is loaded (`quorum datasets show` says which defaults were used).",
+    ]
+    lines += [f"{k} = {_toml_value(v)}" for k, v in task.items()]
+    for a in decl:
+        lines += ["", "[[annotators]]"] + [f"{k} = {_toml_value(v)}" for k, v in a.items()]
+    (folder / "task.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _write_table(items.reset_index(drop=True), folder / f"items.{fmt}", fmt)
+    if len(ann):
+        _write_table(ann, folder / f"annotations.{fmt}", fmt)
+    if notes:
+        (folder / META_FILE).write_text(json.dumps({"notes": notes}, indent=1) + "\n", "utf-8")
+
+
+# ------------------------------------------------------------------ a template folder
+_TASK_HEAD = """\
+# A dataset folder: task.toml (this file), items.csv, annotations.csv, optional meta.json.
+# Keys after a # are optional; docs/datasets.md explains each one. Replace the rows of
+# items.csv and annotations.csv with yours, then: quorum datasets show <this folder>
+name = "{name}"
+# classification | multiple_choice | summarization
+type = "{type}"
+{labels}language = "en"
+# the task as you would tell an annotator:
+# instructions = "..."
+# build each item's text from columns of items.csv (then it has no text column):
+# text_template = "{{title}}\\n{{body}}"
+# the human arm: "gold" (the gold label / reference) or a human annotator:
+# human = "gold"
+# price of one human label:
+# human_price = 0.10
+# machine annotators the router uses (default: the rule in docs/datasets.md):
+# panel = ["llm-a", "llm-b"]
+# the LLM of the MCA metric (default: set with the panel):
+# reference_llm = "llm-a"
+"""
+_ANNOTATOR = """
+# one block per annotator of annotations.csv; kind: llm | model | human;
+# price per call (without it, the default rule prices it)
+[[annotators]]
+name = "{name}"
+kind = "llm"
+# price = 0.03
+"""
+_TEMPLATES: dict[str, tuple[str, list[dict[str, Any]], dict[str, list[str]]]] = {
+    "classification": (
+        "# answers outside the label set are dropped and counted\n"
+        'labels = ["positive", "negative"]\n'
+        '# label_names = { positive = "a positive review", negative = "a negative review" }\n',
+        [
+            {"item_id": "r1", "text": "A joy from start to end.", "gold": "positive"},
+            {"item_id": "r2", "text": "I left after twenty minutes.", "gold": "negative"},
+            {"item_id": "r3", "text": "Not bad; I would watch it again.", "gold": "positive"},
+        ],
+        {
+            "llm-a": ["positive", "negative", "positive"],
+            "llm-b": ["positive", "negative", "negative"],
+        },
+    ),
+    "multiple_choice": (
+        '# the letters of the options\nlabels = ["A", "B", "C"]\n',
+        [
+            {
+                "item_id": "q1",
+                "text": "2 + 2 = ?\nA. 3\nB. 4\nC. 5",
+                "gold": "B",
+                "choices": ["3", "4", "5"],
+            },
+            {
+                "item_id": "q2",
+                "text": "The capital of Peru?\nA. Lima\nB. Cusco\nC. Quito",
+                "gold": "A",
+                "choices": ["Lima", "Cusco", "Quito"],
+            },
+        ],
+        {"llm-a": ["B", "A"], "llm-b": ["B", "C"]},
+    ),
+    "summarization": (
+        "",
+        [
+            {
+                "item_id": "d1",
+                "text": "The town council voted on Monday to reopen the old bridge to "
+                "cyclists after two years of repairs. Cars remain banned.",
+                "reference": "The old bridge reopens to cyclists, not to cars.",
+            },
+        ],
+        {"llm-a": ["The council reopened the bridge to cyclists."], "llm-b": ["A bridge."]},
+    ),
+}
+
+
+def write_template(out: str | Path, task_type: str, *, overwrite: bool = False) -> Path:
+    """A small commented dataset folder of ``task_type`` to fill in; it loads as is."""
+    ttype = TaskType(task_type)
+    folder = Path(out).expanduser()
+    labels, rows, answers = _TEMPLATES[ttype.value]
+    items = pd.DataFrame(rows)
+    ids = items["item_id"]
+    ann = pd.concat(
+        [pd.DataFrame({"item_id": ids, "annotator": a, "output": o}) for a, o in answers.items()]
+    )
+    _write(folder, "csv", overwrite, {}, [], items, ann, folder, [])
+    text = _TASK_HEAD.format(name=folder.name, type=ttype.value, labels=labels)
+    text += "".join(_ANNOTATOR.format(name=a) for a in answers)
+    (folder / "task.toml").write_text(text, encoding="utf-8")
+    return folder
