@@ -55,7 +55,13 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"resumed: {s.interrupted_before} call(s) had been cut off by a stop")
         for name in s.dead:
             typer.secho(f"annotator {name} was taken out of the run (dead endpoint)", fg="yellow")
-        if s.pending_humans:
+        if s.pending_humans and str(s.queue).startswith(("http://", "https://")):
+            typer.secho(
+                f"{s.pending_humans} item(s) wait for a human in Label Studio: {s.queue}; "
+                "run again to collect their labels (or use --wait SECONDS)",
+                fg="yellow",
+            )
+        elif s.pending_humans:
             typer.secho(
                 f"{s.pending_humans} item(s) wait for a human: see {s.queue}/pending.csv; "
                 f"write labels to {s.queue}/answers.csv (item_id,label) and run again "

@@ -229,8 +229,14 @@ def _summary(ledger, run_id, passes, result, source, n_int, human) -> RunSummary
         pending_humans=pending,
         interrupted_before=n_int,
         dead=dead,
-        queue=str(human.queue.folder) if human is not None and pending else None,
+        queue=_queue_where(human.queue) if human is not None and pending else None,
     )
+
+
+def _queue_where(queue: Any) -> str:
+    """Where the humans' work waits: the file queue's folder or the Label Studio project."""
+    folder = getattr(queue, "folder", None)
+    return str(folder) if folder is not None else str(getattr(queue, "project_url", queue))
 
 
 # -- status -------------------------------------------------------------------------
@@ -294,7 +300,11 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         "runs": runs,
         "last_run": dict(last) if last is not None else None,
         "pending_humans": pending["item_id"].tolist(),
-        "queue": str(cfg.queue_dir),
+        "queue": (
+            cfg.humans.labelstudio.url
+            if cfg.humans.backend == "labelstudio"
+            else str(cfg.queue_dir)
+        ),
     }
 
 
