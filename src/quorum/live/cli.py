@@ -69,6 +69,33 @@ def register(app: typer.Typer) -> None:
                 fg="yellow",
             )
 
+    @app.command("plan")
+    def plan_cmd(
+        project: Path = typer.Argument(..., help="project file (.toml or .yaml)"),
+        llm_accuracy: float = typer.Option(
+            0.8, "--llm-accuracy", min=0.0, max=1.0, help="assumed accuracy of each LLM"
+        ),
+        features: str | None = typer.Option(
+            None, "--features", help="override the project's features (e.g. light)"
+        ),
+        as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+    ) -> None:
+        """Before spending anything: max spend, expected LLM calls, human labels and hours."""
+        from quorum.live.config import load_project
+        from quorum.live.plan import plan
+
+        _setup_logging(True)
+        try:
+            p = plan(load_project(project), llm_accuracy=llm_accuracy, features=features)
+        except QuorumError as exc:
+            _fail(exc)
+            return
+        if as_json:
+            typer.echo(json.dumps(p.as_dict(), indent=2))
+            return
+        for line in p.lines():
+            typer.echo(line)
+
     @app.command("status")
     def status_cmd(
         project: Path = typer.Argument(..., help="project file (.toml or .yaml)"),
