@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -123,19 +124,23 @@ def test_config_switch_and_token_from_environment(tmp_path, monkeypatch) -> None
 
 # -- a real server ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server():
     """Label Studio with two annotators; QUORUM's own token is the admin's."""
     if find_label_studio() is None:
         pytest.skip("Label Studio is not installed: run `make labelstudio`")
-    srv = LabelStudioServer(tmp_path_factory.mktemp("labelstudio"))
+    # its own folder, not under pytest's shared basetemp (which other pytest runs on the
+    # machine rotate away): the server lives for the whole module
+    data = Path(tempfile.mkdtemp(prefix="quorum-labelstudio-"))
+    srv = LabelStudioServer(data)
     t0 = time.monotonic()
-    srv.start()
-    print(f"Label Studio up in {time.monotonic() - t0:.1f} s at {srv.url}")
     try:
+        srv.start()
+        print(f"Label Studio up in {time.monotonic() - t0:.1f} s at {srv.url}")
         srv.users = srv.create_users(["alice@example.org", "bob@example.org"])
         yield srv
     finally:
         srv.stop()
+        shutil.rmtree(data, ignore_errors=True)
     assert srv.proc is None
 
 
@@ -459,10 +464,12 @@ def test_annotate_end_to_end(
             p = t["predictions"][0]
             assert 0.0 <= p["score"] <= 1.0
             assert p["result"][0]["value"]["choices"] == [NAMES[out]]
-    assert status(cfg)["held_for_humans"] == pytest.approx(0.05 * len(tasks))
+    st = status(cfg)
+    assert st["held_for_humans"] == pytest.approx(0.05 * len(tasks))
+    q = _queue(server, "e2e")
+    assert st["human_links"] == q.links() and len(st["human_links"]) == len(tasks)
 
     # one task through the web page, the rest through the API as two different people
-    q = _queue(server, "e2e")
     links = q.links()
     first = tasks[0]["data"][ITEM_KEY]
     _label_in_browser(browser, server, alice, links[first], "positive")

@@ -141,6 +141,8 @@ def register(app: typer.Typer) -> None:
             )
         if st["pending_humans"]:
             con.print(f"waiting for humans: {len(st['pending_humans'])} item(s) in {st['queue']}")
+        for item_id, url in list(st["human_links"].items())[:50]:
+            con.print(f"  {item_id}: {url}")
         per = per.loc[:, [c for c in per.columns if c in _KEEP or per[c].fillna(0).any()]]
         t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
         for c in per.columns:

@@ -185,7 +185,7 @@ class LabelStudioClient:
         if r.status_code != 200:
             raise LabelStudioError(
                 f"Label Studio {self.url}: the personal access token was refused "
-                f"(HTTP {r.status_code})"
+                f"(HTTP {r.status_code}: {r.text[:200].replace(self._token, '***')})"
             )
         self._auth = {"Authorization": f"Bearer {r.json()['access']}"}
 
@@ -295,6 +295,7 @@ class LabelStudioHumanQueue(HumanQueue):
         self.page_size = page_size
         self.description = description
         self._project_id = project_id
+        self.create = True  # False: never create the project (read-only uses like status)
         self._tasks: dict[str, _Task] = {}
         self._unsent: dict[str, HumanTask] = {}
         self._answers: dict[str, list[LabelStudioAnswer]] = {}
@@ -354,6 +355,8 @@ class LabelStudioHumanQueue(HumanQueue):
             if not res.get("next"):
                 break
             page += 1
+        if not self.create:
+            raise LabelStudioError(f"no project {self.title!r} on {self.client.url}")
         body = {
             "title": self.title,
             "description": self.description,

@@ -239,6 +239,27 @@ def _queue_where(queue: Any) -> str:
     return str(folder) if folder is not None else str(getattr(queue, "project_url", queue))
 
 
+def _human_links(cfg: ProjectConfig, item_ids: list[str]) -> dict[str, str]:
+    """Label Studio links of pending human tasks (empty for the file queue or on error)."""
+    if cfg.humans.backend != "labelstudio" or not item_ids:
+        return {}
+    from quorum.live.labelstudio import LabelStudioError, LabelStudioHumanQueue
+
+    try:
+        q = LabelStudioHumanQueue.from_config(cfg, None)
+    except ConfigError as exc:
+        log.warning("no Label Studio links: %s", exc)
+        return {}
+    q.create = False
+    try:
+        return q.links(item_ids)
+    except LabelStudioError as exc:
+        log.warning("no Label Studio links: %s", exc)
+        return {}
+    finally:
+        q.client.close()
+
+
 # -- status -------------------------------------------------------------------------
 def status(cfg: ProjectConfig) -> dict[str, Any]:
     """What the ledger says: progress, money, calls by status and by annotator."""
@@ -276,6 +297,7 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
             )[0][0]
         pending = ledger.pending_humans()
         runs = int(ledger.query("SELECT count(*) FROM runs")[0][0])
+        links = _human_links(cfg, pending["item_id"].tolist())
     finally:
         ledger.close()
     limit = cfg.budget.limit
@@ -300,6 +322,7 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         "runs": runs,
         "last_run": dict(last) if last is not None else None,
         "pending_humans": pending["item_id"].tolist(),
+        "human_links": links,
         "queue": (
             cfg.humans.labelstudio.url
             if cfg.humans.backend == "labelstudio"
