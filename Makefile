@@ -5,6 +5,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
+# Label Studio, the web app of the human arm's Label Studio backend (tests/test_labelstudio.py),
+# lives in its own venv: its Django pins conflict with ours and QUORUM only talks to it over HTTP.
+LS_VENV := .venv-labelstudio
+LS_STAMP := $(LS_VENV)/.installed
+LABEL_STUDIO := label-studio==1.23.2
 # Debian's Chromium + chromedriver for the headless-browser report test
 # (tests/test_report_browser.py); sudo only when not already root.
 BROWSER_PKGS := chromium chromium-driver
@@ -16,7 +21,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test lint bench clean browser
+.PHONY: install demo test lint bench clean browser labelstudio
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -34,6 +39,15 @@ $(TEST_STAMP): requirements-test.lock $(STAMP)
 	$(BIN)/pip install -q --no-deps -r requirements-test.lock
 	touch $(TEST_STAMP)
 
+# about 90 s and 1 GB; `label-studio` is then found by quorum.live.labelstudio_server
+$(LS_STAMP):
+	test -x $(LS_VENV)/bin/python || $(PY) -m venv $(LS_VENV)
+	$(LS_VENV)/bin/pip install -q --upgrade pip
+	$(LS_VENV)/bin/pip install -q $(LABEL_STUDIO)
+	touch $(LS_STAMP)
+
+labelstudio: $(LS_STAMP)
+
 # Installs Chromium only when /usr/bin/chromium or /usr/bin/chromedriver is missing (a no-op
 # otherwise); runs `apt-get update` only if the first install attempt fails (stale lists).
 browser:
@@ -49,8 +63,8 @@ demo: $(STAMP)
 	$(BIN)/quorum demo
 
 # lint first (a prerequisite: pytest does not start when ruff fails), then the tests and
-# the docstring Examples (doctests)
-test: lint $(TEST_STAMP) browser
+# the docstring Examples (doctests); Label Studio gets its own venv (its pins clash with ours)
+test: lint $(TEST_STAMP) browser $(LS_STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
@@ -61,4 +75,4 @@ bench: $(STAMP)
 	$(BIN)/quorum bench
 
 clean:
-	rm -rf $(VENV) .quorum-cache
+	rm -rf $(VENV) $(LS_VENV) .quorum-cache

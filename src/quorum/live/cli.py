@@ -55,13 +55,46 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"resumed: {s.interrupted_before} call(s) had been cut off by a stop")
         for name in s.dead:
             typer.secho(f"annotator {name} was taken out of the run (dead endpoint)", fg="yellow")
-        if s.pending_humans:
+        if s.pending_humans and str(s.queue).startswith(("http://", "https://")):
+            typer.secho(
+                f"{s.pending_humans} item(s) wait for a human in Label Studio: {s.queue}; "
+                "run again to collect their labels (or use --wait SECONDS)",
+                fg="yellow",
+            )
+        elif s.pending_humans:
             typer.secho(
                 f"{s.pending_humans} item(s) wait for a human: see {s.queue}/pending.csv; "
                 f"write labels to {s.queue}/answers.csv (item_id,label) and run again "
                 "(or use --wait SECONDS)",
                 fg="yellow",
             )
+
+    @app.command("plan")
+    def plan_cmd(
+        project: Path = typer.Argument(..., help="project file (.toml or .yaml)"),
+        llm_accuracy: float = typer.Option(
+            0.8, "--llm-accuracy", min=0.0, max=1.0, help="assumed accuracy of each LLM"
+        ),
+        features: str | None = typer.Option(
+            None, "--features", help="override the project's features (e.g. light)"
+        ),
+        as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+    ) -> None:
+        """Before spending anything: max spend, expected LLM calls, human labels and hours."""
+        from quorum.live.config import load_project
+        from quorum.live.plan import plan
+
+        _setup_logging(True)
+        try:
+            p = plan(load_project(project), llm_accuracy=llm_accuracy, features=features)
+        except QuorumError as exc:
+            _fail(exc)
+            return
+        if as_json:
+            typer.echo(json.dumps(p.as_dict(), indent=2))
+            return
+        for line in p.lines():
+            typer.echo(line)
 
     @app.command("status")
     def status_cmd(
@@ -108,6 +141,8 @@ def register(app: typer.Typer) -> None:
             )
         if st["pending_humans"]:
             con.print(f"waiting for humans: {len(st['pending_humans'])} item(s) in {st['queue']}")
+        for item_id, url in list(st["human_links"].items())[:50]:
+            con.print(f"  {item_id}: {url}")
         per = per.loc[:, [c for c in per.columns if c in _KEEP or per[c].fillna(0).any()]]
         t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
         for c in per.columns:

@@ -143,6 +143,42 @@ class BudgetConfig(BaseModel):
     )
 
 
+class LabelStudioConfig(BaseModel):
+    """The Label Studio server and project of ``humans.backend = "labelstudio"``."""
+
+    model_config = _Strict
+
+    url: str = Field(default="http://127.0.0.1:8080", min_length=1)
+    token_env: str = Field(
+        default="LABEL_STUDIO_API_KEY",
+        min_length=1,
+        description="env var that holds the API token (legacy token or personal access token)",
+    )
+    project: str | None = Field(default=None, description="project title; default: name")
+    project_id: int | None = Field(default=None, ge=1, description="use this project")
+    predictions: bool = Field(
+        default=False, description="show the LLM answers so far as pre-annotations"
+    )
+    overlap: int = Field(default=1, ge=1, description="labels per item, by different people")
+    timeout: float | None = Field(
+        default=None, gt=0.0, description="seconds a task may wait unanswered, then withdrawn"
+    )
+    page_size: int = Field(default=500, ge=1, le=5000)
+    request_timeout: float = Field(default=30.0, gt=0.0)
+
+
+class HumansConfig(BaseModel):
+    """How the human arm reaches people: the file queue or a Label Studio project."""
+
+    model_config = _Strict
+
+    backend: Literal["file", "labelstudio"] = "file"
+    labelstudio: LabelStudioConfig = Field(default_factory=LabelStudioConfig)
+    seconds_per_label: float = Field(
+        default=30.0, gt=0.0, description="time one human label takes (for `quorum plan`)"
+    )
+
+
 class ProjectConfig(BaseModel):
     """The whole project file."""
 
@@ -165,6 +201,7 @@ class ProjectConfig(BaseModel):
     ledger: str = ".quorum/ledger.sqlite"
     ledger_sync: Literal["normal", "full"] = "normal"
     human_queue: str = "human_queue"
+    humans: HumansConfig = Field(default_factory=HumansConfig)
     features: Literal["auto", "full", "embeddings", "light"] = "auto"
     concurrency: int = Field(default=16, ge=1, le=4096, description="calls in flight at once")
     # set by the loader, not by the user

@@ -12,7 +12,7 @@ from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, TaskSpec, TaskType
 from quorum.features.light import light_features
 from quorum.live.calls import Annotator, Redactor
 from quorum.live.config import AnnotatorConfig, ProjectConfig
-from quorum.live.humans import FileHumanQueue
+from quorum.live.humans import FileHumanQueue, HumanQueue
 from quorum.live.llm import LLMAnnotator
 from quorum.live.local import CallableAnnotator, LocalAnnotator
 from quorum.live.parsing import LabelParser
@@ -85,10 +85,16 @@ def build_arms(
                 model = CallableAnnotator.from_path(str(a.model))
             arms[a.name] = LocalAnnotator(a.name, model, a.price or 0.0, a.confidence_price)
         else:
-            queue_dir = cfg.path(a.queue) if a.queue else cfg.queue_dir
-            queue = FileHumanQueue(
-                queue_dir, make_parser(cfg), cfg.task.type is TaskType.summarization
-            )
+            queue: HumanQueue
+            if cfg.humans.backend == "labelstudio":
+                from quorum.live.labelstudio import LabelStudioHumanQueue
+
+                queue = LabelStudioHumanQueue.from_config(cfg, make_parser(cfg))
+            else:
+                queue_dir = cfg.path(a.queue) if a.queue else cfg.queue_dir
+                queue = FileHumanQueue(
+                    queue_dir, make_parser(cfg), cfg.task.type is TaskType.summarization
+                )
             human = HumanArm(a.name, float(a.price or 0.0), queue, make_builder(cfg))
     if cfg.human == GOLD_HUMAN:
         gold = dict(zip(items["item_id"], items["gold"], strict=True))

