@@ -85,9 +85,7 @@ def build_arms(
             arms[a.name] = LocalAnnotator(a.name, model, a.price or 0.0, a.confidence_price)
         else:
             queue_dir = cfg.path(a.queue) if a.queue else cfg.queue_dir
-            queue = FileHumanQueue(
-                queue_dir, make_parser(cfg), cfg.task.type is TaskType.summarization
-            )
+            queue = FileHumanQueue(queue_dir)
             human = HumanArm(a.name, float(a.price or 0.0), queue, make_builder(cfg))
     if cfg.human == GOLD_HUMAN:
         gold = dict(zip(items["item_id"], items["gold"], strict=True))
