@@ -473,6 +473,36 @@ class LiveSource:
                 f"{from_units(self._committed_u):.6g} of {from_units(self.limit_u):.6g} "
                 "(calls from earlier runs that this run did not reuse count too)",
             )
+        assert self._sem is not None
+        try:
+            # the ``inflight`` row is written once the call has a slot: at most
+            # ``concurrency`` rows can be in flight, so a kill cuts off at most that many
+            async with self._sem:
+                if not ann.available:  # it died while this call waited for a slot
+                    self._release(req.reserved)
+                    return self._refuse(ann, req, f"endpoint declared dead: {ann.health.reason}")
+                resp, parsed = await self._send(ann, req)
+        except BaseException:
+            self._release(req.reserved)
+            raise
+        cost = resp.cost
+        self._settle(req.reserved, cost)
+        status = "failed" if resp.status != "ok" else parsed.status
+        out = Outcome(
+            req.item_id,
+            req.annotator,
+            parsed.output if status == "ok" and req.kind == "annotate" else None,
+            cost,
+            status=status,  # type: ignore[arg-type]
+            confidence=parsed.confidence,
+            raw=self.redact(resp.raw) if resp.raw is not None else resp.error,
+        )
+        self.stats.new_calls += 1
+        self._event(out)
+        return out
+
+    async def _send(self, ann: Annotator, req: Request) -> tuple[Response, Parsed]:
+        """Write the ``inflight`` row, make the call, record its result (inside a slot)."""
         call_id = self.ledger.start_call(
             self.run_id, req.key, req.kind, req.item_id, req.annotator, ann.kind, ann.model,
             ann.api_base, req.prompt, req.params, req.reserved,
@@ -482,13 +512,7 @@ class LiveSource:
             if outcome != "ok":  # successful tries are recorded with the call itself
                 self.ledger.add_attempt(call_id, n, started, lat, outcome, self.redact(err))
 
-        assert self._sem is not None
-        try:
-            async with self._sem:
-                resp = await ann.call(req, on_attempt)
-        except BaseException:
-            self._release(req.reserved)
-            raise
+        resp = await ann.call(req, on_attempt)
         parsed = self._parse(req, resp)
         status = "failed" if resp.status != "ok" else parsed.status
         cost = resp.cost
@@ -516,19 +540,7 @@ class LiveSource:
             latency_s=resp.latency,
             attempts=resp.attempts,
         )
-        self._settle(req.reserved, cost)
-        out = Outcome(
-            req.item_id,
-            req.annotator,
-            parsed.output if status == "ok" and req.kind == "annotate" else None,
-            cost,
-            status=status,  # type: ignore[arg-type]
-            confidence=parsed.confidence,
-            raw=self.redact(resp.raw) if resp.raw is not None else resp.error,
-        )
-        self.stats.new_calls += 1
-        self._event(out)
-        return out
+        return resp, parsed
 
     def _parse(self, req: Request, resp: Response) -> Parsed:
         if resp.status != "ok":
