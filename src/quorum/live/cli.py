@@ -35,6 +35,12 @@ def _setup_logging(quiet: bool) -> None:
 
 
 def _fail(exc: Exception) -> None:
+    if isinstance(exc, OSError) and not isinstance(exc, QuorumError):
+        where = exc.filename or "a file"
+        exc = QuorumError(
+            f"cannot write {where}: {exc.strerror or exc} (the project folder must be "
+            "writable, or set `ledger` and `human_queue` to writable paths)"
+        )
     typer.secho(f"error: {exc}", fg="red", err=True)
     raise typer.Exit(2)
 
@@ -58,7 +64,7 @@ def register(app: typer.Typer) -> None:
         try:
             cfg = load_project(project)
             s = annotate(cfg, wait=wait, quiet=quiet)
-        except QuorumError as exc:
+        except (QuorumError, OSError) as exc:
             _fail(exc)
             return
         typer.echo(progress_line(s.labelled, s.n_items, s.spent, max(0.0, s.budget - s.spent)))
@@ -86,8 +92,9 @@ def register(app: typer.Typer) -> None:
         if s.arms and not machines:
             _fail(
                 QuorumError(
-                    f"every machine annotator is dead ({', '.join(s.dead)}): {s.labelled} of "
-                    f"{s.n_items} item(s) labelled; fix the endpoint(s) and run again"
+                    f"every machine annotator is dead ({', '.join(s.dead)}); {s.labelled} of "
+                    f"{s.n_items} item(s) labelled without them; fix the endpoint(s) and run "
+                    "again"
                 )
             )
         if s.labelled == 0:
@@ -161,7 +168,7 @@ def register(app: typer.Typer) -> None:
 
         try:
             path = export(load_project(project), fmt, out)
-        except QuorumError as exc:
+        except (QuorumError, OSError) as exc:
             _fail(exc)
             return
         typer.echo(f"wrote {path}")

@@ -539,6 +539,9 @@ def export(cfg: ProjectConfig, fmt: str, out: Path | None) -> Path:
         raise ConfigError(f"unknown export format {fmt!r}; use csv, jsonl or parquet")
     df = export_frame(cfg)
     out = out or cfg.root / f"{cfg.name}-labels.{fmt}"
+    for up in out.parents:
+        if up.exists() and not up.is_dir():
+            raise ConfigError(f"cannot write the export to {out}: {up} is a file, not a folder")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         if fmt == "jsonl":
