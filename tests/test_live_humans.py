@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import logging
 import os
 import sqlite3
@@ -387,3 +388,25 @@ def test_garbage_answers_keep_the_task_pending(tmp_path, shared_data_dir, bad) -
     s = annotate(cfg, quiet=True)
     assert s.status == "pending" and s.waiting_for == [item]
     assert status(cfg)["held_for_humans"] == "0.5"
+
+
+def test_money_is_exact_in_status_and_export(tmp_path, shared_data_dir) -> None:
+    """Calls at 0.1 under a budget of 0.3: status says 0.3, never 0.30000000000000004."""
+    assert sum([0.1] * 3) != 0.3  # what float sums would show
+    data = {"name": "m", "method": "random", "features": "light", "seed": 1,
+            "items": sst2_items(shared_data_dir, 3), "task": SST2_TASK,
+            "budget": {"limit": 0.3}, "human_price": 0.1,
+            "annotators": [{**LOCAL[0], "price": 0.1}]}  # fmt: skip
+    proj = write_project(tmp_path, data)
+    assert quorum("annotate", str(proj), "--quiet").returncode == 0
+    res = quorum("status", str(proj), "--json")
+    assert res.returncode == 0, res.stderr
+    st = json.loads(res.stdout)
+    con = sqlite3.connect(tmp_path / ".quorum" / "ledger.sqlite")
+    n_paid = con.execute("SELECT count(*) FROM calls WHERE status='ok'").fetchone()[0]
+    con.close()
+    assert n_paid == 3
+    assert st["spent"] == "0.3" and st["left"] == "0" and st["budget"] == "0.3"
+    assert "spent $0.3 | budget left $0" in st["line"]
+    ex = export_frame(load_project(proj))
+    assert Decimal(st["spent"]) == sum(Decimal(str(c)) for c in ex["cost"])
