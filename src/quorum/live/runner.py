@@ -228,7 +228,11 @@ def annotate(
             result = router.route(problem, source, budget, seed=cfg.seed)
             ledger.write_result(run_id, passes, result.annotations, result.labels, result.trace)
             if source.frozen:
-                if time.monotonic() >= deadline and not _all_answered(ledger, source.blocking):
+                source.collect_answers()  # answers that came while the pass ran
+                if _all_answered(ledger, source.blocking):
+                    came += len(source.blocking)
+                    continue
+                if time.monotonic() >= deadline:
                     break
                 n_came, done = _wait_for(source, ledger, deadline)
                 came += n_came
@@ -290,7 +294,7 @@ def _wait_for(source: LiveSource, ledger: Ledger, deadline: float) -> tuple[int,
         f" in {folder}/answers.csv" if folder is not None else "",
         _ids([v for k, v in keys.items() if not _all_answered(ledger, {k: v})]),
     )
-    start, first = answered, answered
+    first = answered
     while answered < n:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -309,7 +313,7 @@ def _wait_for(source: LiveSource, ledger: Ledger, deadline: float) -> tuple[int,
             answered - first,
             n - first,
         )
-    return answered - start, answered == n
+    return answered - first, answered == n
 
 
 def _settle_orphans(source: LiveSource, ledger: Ledger) -> tuple[int, int]:
