@@ -50,7 +50,7 @@ def register(app: typer.Typer) -> None:
     def annotate_cmd(
         project: Path = typer.Argument(..., help="project file (.toml or .yaml)"),
         wait: float = typer.Option(
-            0.0, "--wait", help="seconds to wait for human answers before stopping"
+            0.0, "--wait", help="at most this many seconds (in all) of waiting for human answers"
         ),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
     ) -> None:

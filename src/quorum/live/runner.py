@@ -165,7 +165,8 @@ def annotate(
 
     Each pass runs the router from the start over the ledger (see the module docstring).
     A pass that reaches a human task without its answer is frozen there; with ``wait`` the
-    run sleeps until those answers arrive (or the time is up) and routes again.
+    run sleeps until those answers arrive and routes again, spending at most ``wait``
+    seconds waiting in all (routing time does not count).
     """
     if wait < 0:
         raise ConfigError(f"--wait must be >= 0 seconds, got {wait:g}")
@@ -215,7 +216,7 @@ def annotate(
         source.resubmit_pending()
         source.collect_answers()
         interrupted_total = ledger.money()["interrupted"]
-        deadline = time.monotonic() + wait
+        wait_left = wait  # seconds this run may still spend waiting for humans
         passes = settle = came = given = withdrawn = 0
         result: RoutingResult | None = None
         while True:
@@ -232,9 +233,11 @@ def annotate(
                 if _all_answered(ledger, source.blocking):
                     came += len(source.blocking)
                     continue
-                if time.monotonic() >= deadline:
+                if wait_left <= 0:
                     break
-                n_came, done = _wait_for(source, ledger, deadline)
+                t0 = time.monotonic()
+                n_came, done = _wait_for(source, ledger, t0 + wait_left)
+                wait_left -= time.monotonic() - t0
                 came += n_came
                 if not done:
                     break
