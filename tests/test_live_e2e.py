@@ -149,7 +149,7 @@ def test_annotate_with_a_real_llm_server(tmp_path, shared_data_dir, smollm2) -> 
     assert res.returncode == 0, res.stderr[-3000:]
     assert _served(log) == n_served
     st = quorum("status", str(proj))
-    assert st.returncode == 0 and "items 6/6" in st.stdout, st.stdout + st.stderr
+    assert st.returncode == 0 and "labelled 6/6" in st.stdout, st.stdout + st.stderr
     out = tmp_path / "labels.parquet"
     ex = quorum("export", str(proj), "-f", "parquet", "-o", str(out))
     assert ex.returncode == 0, ex.stderr

@@ -71,6 +71,15 @@ def _calls(folder: Path) -> pd.DataFrame:
         con.close()
 
 
+def _inflight(folder: Path) -> int:
+    """Calls a killed run left in flight (the next run marks them interrupted)."""
+    con = sqlite3.connect(folder / ".quorum" / "ledger.sqlite")
+    try:
+        return con.execute("SELECT count(*) FROM calls WHERE status='inflight'").fetchone()[0]
+    finally:
+        con.close()
+
+
 def _labels(folder: Path, proj: Path) -> pd.DataFrame:
     out = folder / "labels.jsonl"
     res = quorum("export", str(proj), "-f", "jsonl", "-o", str(out))
@@ -119,6 +128,8 @@ def _kill_and_resume(tmp_path: Path, shared_data_dir: Path, method: str, n_kills
             proc.wait(timeout=30)
             if proc.returncode == 0:
                 break
+            # only calls that had a concurrency slot can be cut off
+            assert _inflight(tmp_path / "b") <= 4
         assert kills >= min(2, n_kills), "the run finished before it could be killed"
         res = quorum("annotate", str(proj_b), "--quiet", timeout=240)
         assert res.returncode == 0, res.stderr[-3000:]
@@ -153,3 +164,56 @@ def _kill_and_resume(tmp_path: Path, shared_data_dir: Path, method: str, n_kills
     assert done_b["cost"].sum() + b.loc[b["status"] == "pending", "cost"].sum() <= 0.08 + 1e-12
     print(f"kills {kills}, interrupted calls {sum(interrupted.values())}, "
           f"repeated server requests {sum(n - 1 for n in served_b.values())}")  # fmt: skip
+
+
+def test_kill_cuts_off_at_most_concurrency_calls(tmp_path, shared_data_dir) -> None:
+    """kill -9 while QUORUM's batches wait for slots: each kill leaves at most
+    ``concurrency`` interrupted calls, and the counting server saw no more requests than
+    the ledger accounts for."""
+    conc, kills = 3, 3
+    rng = random.Random(7)
+    with FakeServer(tmp_path, "--latency", "0.15", "--jitter", "0.05", name="count") as srv:
+        llm = {"api_base": srv.api_base, "timeout": 10, "max_retries": 1, "backoff_base": 0.02}
+        proj = write_project(
+            tmp_path,
+            {"name": "count", "seed": 2, "features": "light", "concurrency": conc,
+             "items": sst2_items(shared_data_dir, 80), "task": SST2_TASK,
+             "budget": {"limit": 0.5}, "human_price": 0.01,
+             "annotators": [{"name": "fake-a", "model": "openai/fake-a", **llm, "price": 0.001},
+                            {"name": "fake-b", "model": "openai/fake-b", **llm,
+                             "price": 0.002}]},
+        )  # fmt: skip
+        per_kill = []
+        for _ in range(kills):
+            seen = len(srv.requests())
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "quorum.cli", "annotate", str(proj), "--quiet"],
+                env=env(), cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            end = time.monotonic() + 90
+            while time.monotonic() < end and proc.poll() is None and len(srv.requests()) < seen + 4:
+                time.sleep(0.02)
+            time.sleep(rng.uniform(0.0, 0.5))
+            assert proc.poll() is None, "the run finished before it could be killed"
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+            per_kill.append(_inflight(tmp_path))
+        res = quorum("annotate", str(proj), "--quiet", timeout=240)
+        assert res.returncode == 0, res.stderr[-3000:]
+        served = srv.counts()
+    print(f"interrupted calls per kill: {per_kill} (concurrency {conc})")
+    assert all(n <= conc for n in per_kill) and sum(per_kill) >= 1
+    st = quorum("status", str(proj), "--json")
+    assert st.returncode == 0, st.stderr
+    assert json.loads(st.stdout)["interrupted_calls"] == sum(per_kill)
+    calls = _calls(tmp_path)
+    llm_calls = calls[calls["annotator"] != "gold"]
+    interrupted = Counter(
+        _server_key(m, p)
+        for m, p, s in zip(llm_calls["model"], llm_calls["prompt"], llm_calls["status"],
+                           strict=True) if s == "interrupted"
+    )  # fmt: skip
+    for k, n in served.items():
+        assert n <= 1 + interrupted[k], f"request {k} served {n} times"
+    done = llm_calls[llm_calls["status"].isin(["ok", "unparseable"])]
+    assert sum(served.values()) <= len(done) + sum(per_kill)

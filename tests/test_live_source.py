@@ -83,8 +83,8 @@ def test_run_records_everything_and_never_pays_twice(tmp_path, shared_data_dir) 
         second = export_frame(cfg)
     assert first[["item_id", "label", "cost"]].equals(second[["item_id", "label", "cost"]])
     st = status(cfg)
-    assert st["items_done"] == 12 and st["spent"] == pytest.approx(s1.spent)
-    assert st["line"].startswith("items 12/12 | spent $")
+    assert st["labelled"] == 12 and st["labels_final"] and st["spent"] == s1.spent_str
+    assert st["line"].startswith(f"labelled 12/12 | spent ${s1.spent_str} | budget left $")
 
 
 def _source(cfg, ledger) -> LiveSource:

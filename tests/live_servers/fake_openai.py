@@ -3,9 +3,11 @@
 Answers are deterministic: ``Label: i`` with ``i = hash(model, prompt) % labels`` (or a
 probability for confidence prompts, or the first words of the text for summaries), so a
 re-issued call answers the same. Faults are drawn per request from a seeded generator:
-429 (with Retry-After), 500, a hang longer than the client's timeout, a garbage answer and
-a slow (but in-time) answer. Every request is appended to a JSONL log *when it arrives*
-with its planned outcome, so a test can count how often each request reached the server.
+429 (with Retry-After), 500, a hang longer than the client's timeout, a garbage answer,
+a slow (but in-time) answer, a 200 whose body is not JSON (``broken``), and a 401 for a
+request without the key given by ``--require-key``. Every request is appended to a JSONL
+log *when it arrives* with its planned outcome, so a test can count how often each request
+reached the server.
 
 Run: ``python fake_openai.py --port 0 --log req.jsonl`` prints ``PORT <n>`` when ready.
 """
@@ -45,6 +47,7 @@ class FakeServer:
             ("garbage", a.rate_garbage),
             ("slow", a.rate_slow),
             ("echo_key", a.rate_echo_key),
+            ("broken", a.rate_broken),
         ):
             if r < rate:
                 return name
@@ -68,6 +71,9 @@ class FakeServer:
         messages = body.get("messages", [])
         content = messages[-1]["content"] if messages else ""
         plan = "dead" if self.args.dead else self._plan()
+        key = self.args.require_key
+        if key and request.headers.get("Authorization", "") != f"Bearer {key}":
+            plan = "401"
         self.n += 1
         if self.log:
             rec = {"t": time.time(), "key": _key(model, messages), "model": model, "plan": plan}
@@ -75,6 +81,14 @@ class FakeServer:
         await asyncio.sleep(self.args.latency + self.rng.random() * self.args.jitter)
         if plan in ("500", "dead"):
             return web.json_response({"error": {"message": "injected 500"}}, status=500)
+        if plan == "401":
+            return web.json_response(
+                {"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}},
+                status=401,
+            )
+        if plan == "broken":
+            return web.Response(text="<html><body>502 proxy says hi</body></html>",
+                                content_type="text/html")  # fmt: skip
         if plan == "429":
             return web.json_response(
                 {"error": {"message": "rate limited", "type": "rate_limit"}},
@@ -128,6 +142,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rate-garbage", type=float, default=0.0)
     p.add_argument("--rate-slow", type=float, default=0.0)
     p.add_argument("--rate-echo-key", type=float, default=0.0)
+    p.add_argument("--rate-broken", type=float, default=0.0, help="200 with an HTML body")
+    p.add_argument("--require-key", default=None, help="401 unless this bearer key is sent")
     p.add_argument("--hang", type=float, default=5.0, help="seconds a 'timeout' request hangs")
     p.add_argument("--slow", type=float, default=0.3, help="extra seconds of a 'slow' answer")
     p.add_argument("--dead", action="store_true", help="answer every request with a 500")

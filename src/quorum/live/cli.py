@@ -12,18 +12,35 @@ from quorum.errors import QuorumError
 
 
 def _setup_logging(quiet: bool) -> None:
-    from rich.logging import RichHandler
+    """Log lines to stderr: rich on a terminal, plain unwrapped lines otherwise."""
+    import sys
 
     logger = logging.getLogger("quorum.live")
     if not logger.handlers:
-        h = RichHandler(show_time=False, show_path=False, markup=False)
-        h.setFormatter(logging.Formatter("%(message)s"))
+        h: logging.Handler
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.logging import RichHandler
+
+            h = RichHandler(
+                console=Console(stderr=True), show_time=False, show_path=False, markup=False
+            )
+            h.setFormatter(logging.Formatter("%(message)s"))
+        else:
+            h = logging.StreamHandler(sys.stderr)
+            h.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
         logger.addHandler(h)
     logger.setLevel(logging.ERROR if quiet else logging.INFO)
     logger.propagate = False
 
 
 def _fail(exc: Exception) -> None:
+    if isinstance(exc, OSError) and not isinstance(exc, QuorumError):
+        where = exc.filename or "a file"
+        exc = QuorumError(
+            f"cannot write {where}: {exc.strerror or exc} (the project folder must be "
+            "writable, or set `ledger` and `human_queue` to writable paths)"
+        )
     typer.secho(f"error: {exc}", fg="red", err=True)
     raise typer.Exit(2)
 
@@ -33,7 +50,7 @@ def register(app: typer.Typer) -> None:
     def annotate_cmd(
         project: Path = typer.Argument(..., help="project file (.toml or .yaml)"),
         wait: float = typer.Option(
-            0.0, "--wait", help="seconds to wait for human answers before finishing"
+            0.0, "--wait", help="at most this many seconds (in all) of waiting for human answers"
         ),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
     ) -> None:
@@ -42,10 +59,12 @@ def register(app: typer.Typer) -> None:
         from quorum.live.runner import annotate, progress_line
 
         _setup_logging(quiet)
+        if wait < 0:
+            _fail(QuorumError(f"--wait must be 0 or more seconds, got {wait:g}"))
         try:
             cfg = load_project(project)
             s = annotate(cfg, wait=wait, quiet=quiet)
-        except QuorumError as exc:
+        except (QuorumError, OSError) as exc:
             _fail(exc)
             return
         typer.echo(progress_line(s.labelled, s.n_items, s.spent, max(0.0, s.budget - s.spent)))
@@ -53,21 +72,40 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"run {s.run_id}: {s.status} after {s.passes} pass(es); calls: {calls}")
         if s.interrupted_before:
             typer.echo(f"resumed: {s.interrupted_before} call(s) had been cut off by a stop")
+        if s.given or s.withdrawn:
+            typer.echo(
+                f"human tasks no pass asked for any more: {s.given} answer(s) given to the "
+                f"router, {s.withdrawn} pending task(s) withdrawn"
+            )
         for name in s.dead:
             typer.secho(f"annotator {name} was taken out of the run (dead endpoint)", fg="yellow")
-        if s.pending_humans and str(s.queue).startswith(("http://", "https://")):
+        if s.status == "pending" and str(s.queue).startswith(("http://", "https://")):
             typer.secho(
-                f"{s.pending_humans} item(s) wait for a human in Label Studio: {s.queue}; "
-                "run again to collect their labels (or use --wait SECONDS)",
+                f"the router waits for {len(s.waiting_for)} human answer(s) in Label Studio: "
+                f"{s.queue}; run again to collect their labels (or use --wait SECONDS)",
                 fg="yellow",
             )
-        elif s.pending_humans:
+            return
+        if s.status == "pending":
             typer.secho(
-                f"{s.pending_humans} item(s) wait for a human: see {s.queue}/pending.csv; "
-                f"write labels to {s.queue}/answers.csv (item_id,label) and run again "
+                f"the router waits for {len(s.waiting_for)} human answer(s) before it can go "
+                f"on (labels so far are provisional): see {s.queue}/pending.csv; write labels "
+                f"to {s.queue}/answers.csv (item_id,label[,annotator]) and run again "
                 "(or use --wait SECONDS)",
                 fg="yellow",
             )
+            return
+        machines = [n for n in s.arms if n not in s.dead]
+        if s.arms and not machines:
+            _fail(
+                QuorumError(
+                    f"every machine annotator is dead ({', '.join(s.dead)}); {s.labelled} of "
+                    f"{s.n_items} item(s) labelled without them; fix the endpoint(s) and run "
+                    "again"
+                )
+            )
+        if s.labelled == 0:
+            _fail(QuorumError(f"no item was labelled: {s.note or 'see the log above'}"))
 
     @app.command("plan")
     def plan_cmd(
@@ -122,9 +160,7 @@ def register(app: typer.Typer) -> None:
         if not con.is_terminal:
             con = Console(soft_wrap=True, width=160)
         con.print(f"[bold]{st['project']}[/bold]  ledger {st['ledger']}")
-        con.print(st["line"])
-        if st["labelled_last_run"] is not None:
-            con.print(f"final labels (last finished run): {st['labelled_last_run']}/{st['items']}")
+        con.print(st["line"] + ("" if st["labels_final"] else " (provisional)"))
         last = st["last_run"]
         if last:
             con.print(
@@ -132,12 +168,17 @@ def register(app: typer.Typer) -> None:
                 f"method {last['method']}, seed {last['seed']})"
             )
         con.print("calls: " + ", ".join(f"{k} {v}" for k, v in sorted(st["calls"].items())))
-        if st["held_for_humans"]:
-            con.print(f"held for pending human labels: ${st['held_for_humans']:.6f}")
+        if st["human_tasks"]:
+            con.print(
+                "human tasks: "
+                + ", ".join(f"{k} {v}" for k, v in sorted(st["human_tasks"].items()))
+            )
+        if st["held_for_humans"] != "0":
+            con.print(f"held for pending human labels: ${st['held_for_humans']}")
         if st["interrupted_calls"]:
             con.print(
                 f"interrupted calls: {st['interrupted_calls']} "
-                f"(possibly billed, at most ${st['interrupted_possibly_billed']:.6f})"
+                f"(possibly billed, at most ${st['interrupted_possibly_billed']})"
             )
         if st["pending_humans"]:
             con.print(f"waiting for humans: {len(st['pending_humans'])} item(s) in {st['queue']}")
@@ -163,7 +204,7 @@ def register(app: typer.Typer) -> None:
 
         try:
             path = export(load_project(project), fmt, out)
-        except QuorumError as exc:
+        except (QuorumError, OSError) as exc:
             _fail(exc)
             return
         typer.echo(f"wrote {path}")

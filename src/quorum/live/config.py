@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import string
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -38,6 +39,28 @@ class ItemsConfig(BaseModel):
     gold_column: str | None = Field(default=None, description="known labels (for evaluation)")
     choices_column: str | None = Field(default=None, description="answer options (multiple choice)")
     limit: int | None = Field(default=None, ge=1, description="use only the first N items")
+
+    @field_validator("text_template")
+    @classmethod
+    def _template(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(v) if f is not None]
+        except ValueError as exc:
+            raise ValueError(
+                f"malformed template {v!r} ({exc}); write {{column}} for a column and "
+                "{{ or }} for a literal brace"
+            ) from None
+        for f in fields:
+            if not f or f.isdigit() or "." in f or "[" in f:
+                raise ValueError(
+                    f"placeholder {{{f}}} in {v!r} is not a column name; write {{column}} "
+                    "with the name of a column of the items file"
+                )
+        if not fields:
+            raise ValueError(f"{v!r} uses no column; write e.g. '{{title}}. {{body}}'")
+        return v
 
 
 class TaskConfig(BaseModel):

@@ -1,10 +1,14 @@
-"""The human arm: a queue that items are submitted to and answers are polled from.
+"""The human arm: a queue that tasks are submitted to and answers are read back from.
 
-:class:`HumanQueue` is the interface (``submit``, ``poll``, ``close``) a web UI can implement
-later. :class:`FileHumanQueue` is the file export: ``<queue>/pending.csv`` lists what waits
-for a human (``item_id, text, instructions, choices``) and ``<queue>/answers.csv``
-(``item_id, label[, annotator]``) is read back. Labels may be given as the label value,
-the label name or the index shown in ``choices``.
+:class:`HumanQueue` is the interface (``submit``, ``poll``, ``withdraw``, ``wait``,
+``close``) a web UI can implement. :class:`FileHumanQueue` is the file export:
+``<queue>/pending.csv`` lists what waits for a human (``item_id, text, instructions,
+choices``) and ``<queue>/answers.csv`` (``item_id, label[, annotator]``) is read back.
+
+The queue only transports rows; :func:`match_label` turns an answer into a label, exactly:
+the label value, the label name, the option text shown in ``choices``, or the index into
+``choices`` (case and surrounding spaces do not matter). Nothing else is guessed: "not
+positive" is not a label.
 """
 
 from __future__ import annotations
@@ -13,11 +17,11 @@ import csv
 import json
 import logging
 import os
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
-from quorum.live.parsing import LabelParser
 from quorum.live.prompts import ItemView
 
 log = logging.getLogger("quorum.live")
@@ -35,41 +39,83 @@ class HumanTask:
 
 @dataclass(frozen=True)
 class HumanAnswer:
+    """One answer row as the human wrote it (``line``: its line in the answers file)."""
+
     item_id: str
-    label: str
     raw: str
     by: str | None = None
+    line: int | None = None
+
+
+def match_label(
+    raw: str, labels: list[str], names: dict[str, str], options: list[str]
+) -> str | None:
+    """The label ``raw`` names exactly, or None.
+
+    ``raw`` may be a label value, a label name, one of ``options`` (the choices shown) or
+    the index of one of them. Case and surrounding white space are ignored.
+
+    >>> match_label(" Positive ", ["0", "1"], {"0": "negative", "1": "positive"}, [])
+    '1'
+    >>> match_label("not positive", ["0", "1"], {"0": "negative", "1": "positive"}, []) is None
+    True
+    """
+    key = " ".join(raw.split()).casefold()
+    if not key:
+        return None
+    for lab in labels:
+        if key == lab.casefold():
+            return lab
+    for lab in labels:
+        if key == str(names.get(lab, lab)).casefold():
+            return lab
+    shown = options or [names.get(lab, lab) for lab in labels]
+    for i, opt in enumerate(shown[: len(labels)]):
+        if key == " ".join(str(opt).split()).casefold():
+            return labels[i]
+    if key.isdigit() and int(key) < min(len(shown), len(labels)):
+        return labels[int(key)]
+    return None
 
 
 class HumanQueue(ABC):
-    """Where items wait for human labels."""
+    """Where tasks wait for human labels."""
 
     @abstractmethod
     def submit(self, tasks: list[HumanTask]) -> None:
         """Make ``tasks`` visible to humans (idempotent: a task may be submitted again)."""
 
     @abstractmethod
-    def poll(self) -> dict[str, HumanAnswer]:
-        """All valid answers available now, by item_id."""
+    def poll(self) -> list[HumanAnswer]:
+        """Every answer row available now, oldest first (a later row may correct one)."""
 
     def withdraw(self, item_ids: list[str]) -> None:  # noqa: B027 - optional
-        """Remove answered items from what humans see."""
+        """Remove answered (or no longer needed) items from what humans see."""
+
+    def wait(self, timeout: float) -> bool:
+        """Sleep until answers may have changed since the last :meth:`poll` (True) or
+        ``timeout`` seconds pass (False). The default checks once a second."""
+        time.sleep(max(0.0, min(timeout, 1.0)))
+        return timeout >= 1.0
 
     def close(self) -> None:  # noqa: B027 - optional
         pass
 
 
 class FileHumanQueue(HumanQueue):
-    """The file export: ``pending.csv`` out, ``answers.csv`` in."""
+    """The file export: ``pending.csv`` out, ``answers.csv`` in.
 
-    def __init__(self, folder: Path, parser: LabelParser | None, free_text: bool = False) -> None:
+    ``check_every``: seconds between two looks at the answers file's size and modification
+    time while :meth:`wait` sleeps (it reads nothing and writes nothing meanwhile).
+    """
+
+    def __init__(self, folder: Path, check_every: float = 0.25) -> None:
         self.folder = Path(folder)
-        self.parser = parser
-        self.free_text = free_text
+        self.check_every = check_every
         self._tasks: dict[str, HumanTask] = {}
-        self._answers: dict[str, HumanAnswer] = {}
-        self._stamp: tuple[float, int] | None = None
-        self._warned: set[tuple[str, str]] = set()
+        self._rows: list[HumanAnswer] = []
+        self._stamp: tuple | None = None
+        self._warned_cols = False
 
     @property
     def pending_path(self) -> Path:
@@ -85,9 +131,10 @@ class FileHumanQueue(HumanQueue):
         self._write()
 
     def withdraw(self, item_ids: list[str]) -> None:
-        for i in item_ids:
-            self._tasks.pop(i, None)
-        self._write()
+        if any(i in self._tasks for i in item_ids):
+            for i in item_ids:
+                self._tasks.pop(i, None)
+            self._write()
 
     def _write(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -99,50 +146,50 @@ class FileHumanQueue(HumanQueue):
                 w.writerow([t.item.item_id, t.item.text, t.instructions, json.dumps(t.choices)])
         os.replace(tmp, self.pending_path)
 
-    def poll(self) -> dict[str, HumanAnswer]:
-        p = self.answers_path
-        if not p.is_file():
-            return dict(self._answers)
-        st = p.stat()
-        stamp = (st.st_mtime, st.st_size)
-        if stamp == self._stamp:
-            return dict(self._answers)
-        self._stamp = stamp
-        answers: dict[str, HumanAnswer] = {}
-        with p.open(newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            cols = set(reader.fieldnames or [])
-            if not {"item_id", "label"} <= cols:
-                log.warning("%s needs columns item_id,label; found %s", p, sorted(cols))
-                return dict(self._answers)
-            for row in reader:
-                iid = (row.get("item_id") or "").strip()
-                raw = (row.get("label") or "").strip()
-                if not iid or not raw or iid in answers:
-                    continue
-                label = self._label(iid, raw)
-                if label is None:
-                    continue
-                by = (row.get("annotator") or "").strip() or None
-                answers[iid] = HumanAnswer(iid, label, raw, by)
-        self._answers = answers
-        return dict(answers)
+    def _file_stamp(self) -> tuple | None:
+        try:
+            st = self.answers_path.stat()
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
 
-    def _label(self, item_id: str, raw: str) -> str | None:
-        if self.free_text or self.parser is None:
-            return raw
-        task = self._tasks.get(item_id)
-        options = list(task.item.choices) if task and task.item.choices else None
-        parsed = self.parser.parse(raw, options)
-        if parsed.ok and parsed.output is not None:
-            return parsed.output
-        if (item_id, raw) not in self._warned:
-            self._warned.add((item_id, raw))
-            log.warning(
-                "answers.csv: item %s has label %r, which is not a label (%s); "
-                "it stays pending until corrected",
-                item_id,
-                raw,
-                parsed.reason,
-            )
-        return None
+    def wait(self, timeout: float) -> bool:
+        end = time.monotonic() + max(0.0, timeout)
+        while self._file_stamp() == self._stamp:
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(self.check_every, left))
+        return True
+
+    def poll(self) -> list[HumanAnswer]:
+        stamp = self._file_stamp()
+        if stamp is None or stamp == self._stamp:
+            self._stamp = stamp
+            return list(self._rows)
+        p = self.answers_path
+        rows: list[HumanAnswer] = []
+        try:
+            with p.open(newline="", encoding="utf-8-sig") as f:
+                reader = csv.DictReader(f)
+                cols = set(reader.fieldnames or [])
+                if not {"item_id", "label"} <= cols:
+                    if not self._warned_cols:
+                        self._warned_cols = True
+                        log.warning("%s needs columns item_id,label; found %s", p, sorted(cols))
+                    self._stamp = stamp
+                    return list(self._rows)
+                for row in reader:
+                    iid = (row.get("item_id") or "").strip()
+                    raw = (row.get("label") or "").strip()
+                    if not iid or not raw:
+                        continue  # a row still being filled in
+                    by = (row.get("annotator") or "").strip() or None
+                    rows.append(HumanAnswer(iid, raw, by, reader.line_num))
+        except (OSError, UnicodeDecodeError, csv.Error) as exc:
+            log.warning("cannot read %s (%s); will read it again when it changes", p, exc)
+            self._stamp = stamp
+            return list(self._rows)
+        self._stamp = stamp
+        self._rows = rows
+        return list(rows)

@@ -11,8 +11,14 @@ from quorum.errors import ConfigError, DataValidationError
 from quorum.live.config import ProjectConfig
 from quorum.live.prompts import ItemView
 
+_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet")
+
 
 def _read(path: Path) -> pd.DataFrame:
+    if path.is_dir():
+        found = sorted(p.name for p in path.iterdir() if p.suffix.lower() in _SUFFIXES)
+        hint = f"; it holds {found[:5]}" if found else ""
+        raise ConfigError(f"items.path {path} is a folder, not a file{hint}")
     if not path.is_file():
         raise ConfigError(f"items file not found: {path}")
     suf = "".join(path.suffixes[-2:]).lower() if path.suffix == ".gz" else path.suffix.lower()
@@ -21,15 +27,41 @@ def _read(path: Path) -> pd.DataFrame:
             return pd.read_csv(path, dtype=str, keep_default_na=False)
         if suf.startswith(".tsv"):
             return pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+        if suf == ".jsonl":
+            return _read_jsonl(path)
         if suf.startswith(".jsonl"):
             return pd.read_json(path, lines=True, dtype=False)
         if suf.startswith(".json"):
             return pd.read_json(path, dtype=False)
         if suf == ".parquet":
             return pd.read_parquet(path)
+    except DataValidationError:
+        raise
     except (ValueError, OSError) as exc:
         raise DataValidationError(f"cannot read items file {path}: {exc}") from None
     raise ConfigError(f"items file {path}: use .csv, .tsv, .jsonl, .json or .parquet")
+
+
+def _read_jsonl(path: Path) -> pd.DataFrame:
+    """One JSON object per line; a broken line is reported with its number."""
+    rows = []
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataValidationError(
+                    f"items file {path}, line {n}: not valid JSON ({exc.msg} at column "
+                    f"{exc.colno}): {line.strip()[:80]!r}"
+                ) from None
+            if not isinstance(obj, dict):
+                raise DataValidationError(
+                    f"items file {path}, line {n}: expected a JSON object, got {type(obj).__name__}"
+                )
+            rows.append(obj)
+    return pd.DataFrame(rows)
 
 
 def _label(x) -> str | None:

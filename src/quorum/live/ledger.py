@@ -8,6 +8,14 @@ process become ``interrupted`` when the next run starts.
 
 Tables: ``runs``, ``calls``, ``attempts`` (each HTTP try), ``decisions`` (the router's
 call log and trace), ``labels`` (final labels per run) and ``human_queue``.
+
+Human tasks are first-class: a ``human_queue`` row is created when a task is sent, and an
+answer found in the queue is attached to it (``answered``, the ``calls`` row becomes ``ok``
+at the human's price) whether or not a routing pass asks for that item again. A task no
+complete pass needs any more is ``withdrawn`` (its held price is released); an answered
+task no pass asked for is ``given`` to the router before the next pass starts.
+
+Money is summed in integer nano-units (:func:`money_str` prints it as an exact decimal).
 """
 
 from __future__ import annotations
@@ -21,14 +29,16 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from quorum.errors import QuorumError
+from quorum.routing.budget import from_units
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -62,9 +72,25 @@ CREATE TABLE IF NOT EXISTS labels (
 );
 CREATE TABLE IF NOT EXISTS human_queue (
     request_key TEXT PRIMARY KEY, item_id TEXT, annotator TEXT, call_id INTEGER,
-    status TEXT, submitted_at REAL, answered_at REAL, label TEXT, answered_by TEXT
+    status TEXT, submitted_at REAL, answered_at REAL, label TEXT, answered_by TEXT,
+    raw TEXT, line INTEGER, given INTEGER DEFAULT 0, price REAL
 );
+CREATE TABLE IF NOT EXISTS notes (note_key TEXT PRIMARY KEY, message TEXT, at REAL);
 """
+
+#: columns added after schema version 1 (older ledgers get them on open)
+_ADDED = {"human_queue": {"raw": "TEXT", "line": "INTEGER", "given": "INTEGER DEFAULT 0",
+                          "price": "REAL"}}  # fmt: skip
+
+#: integer nano-units of a money column, summed without float drift
+_U = "CAST(round({} * 1000000000) AS INTEGER)"
+
+
+def money_str(units: int) -> str:
+    """An amount in nano-units as an exact decimal string: 600000000 -> '0.6'."""
+    d = (Decimal(int(units)) / Decimal(1_000_000_000)).normalize()
+    return f"{d:f}"
+
 
 #: statuses of a call whose response was received (and paid): the response cache
 DONE = ("ok", "unparseable")
@@ -95,12 +121,21 @@ class Ledger:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute(f"PRAGMA synchronous={sync.upper()}")
             self.conn.executescript(SCHEMA)
+            self._migrate()
             self.conn.execute(
                 "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
             )
         self.conn.row_factory = sqlite3.Row
         self._lock = threading.RLock()
         self._lockfile: Any = None
+
+    def _migrate(self) -> None:
+        for table, cols in _ADDED.items():
+            have = {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
+            for col, decl in cols.items():
+                if col not in have:
+                    self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {col} {decl}")
+        self.conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (SCHEMA_VERSION,))
 
     # -- process lock ------------------------------------------------------
     def acquire(self) -> None:
@@ -237,27 +272,123 @@ class Ledger:
             c.execute(f"UPDATE calls SET {cols} WHERE call_id=?", (*fields.values(), call_id))
 
     # -- humans ------------------------------------------------------------
-    def queue_human(self, key: str, item_id: str, annotator: str, call_id: int) -> None:
+    def queue_human(self, key: str, item_id: str, annotator: str, call_id: int,
+                    price: float) -> None:  # fmt: skip
+        """Record a task sent to the human queue (its call row holds ``price``)."""
         with self.tx() as c:
             c.execute(
                 "INSERT OR IGNORE INTO human_queue (request_key, item_id, annotator, call_id, "
-                "status, submitted_at) VALUES (?,?,?,?,?,?)",
-                (key, item_id, annotator, call_id, "pending", time.time()),
+                "status, submitted_at, price) VALUES (?,?,?,?,?,?,?)",
+                (key, item_id, annotator, call_id, "pending", time.time(), price),
             )
 
-    def answer_human(self, key: str, label: str, by: str | None, raw: str) -> None:
+    def human_task(self, key: str) -> sqlite3.Row | None:
+        rows = self.query("SELECT * FROM human_queue WHERE request_key=?", (key,))
+        return rows[0] if rows else None
+
+    def human_tasks(self, status: str | None = None) -> pd.DataFrame:
+        """Every task sent to humans (optionally only those with ``status``), oldest first."""
+        where, args = ("WHERE status=?", (status,)) if status else ("", ())
+        return self.frame(
+            "SELECT request_key, item_id, annotator, call_id, status, submitted_at, "
+            f"answered_at, label, answered_by, raw, line, given, price FROM human_queue {where} "
+            "ORDER BY submitted_at, item_id",
+            args,
+        )
+
+    def answer_human(self, key: str, label: str, by: str | None, raw: str,
+                     line: int | None) -> None:  # fmt: skip
+        """Attach an answer to a task: pending (or withdrawn) -> answered, its call -> ok
+        at the task's price (paid once: the price was held while it waited)."""
         now = time.time()
         with self.tx() as c:
+            row = c.execute(
+                "SELECT call_id, price FROM human_queue WHERE request_key=?", (key,)
+            ).fetchone()
             c.execute(
-                "UPDATE human_queue SET status='answered', answered_at=?, label=?, answered_by=? "
-                "WHERE request_key=?",
-                (now, label, by, key),
+                "UPDATE human_queue SET status='answered', answered_at=?, label=?, "
+                "answered_by=?, raw=?, line=? WHERE request_key=?",
+                (now, label, by, raw, line, key),
             )
             c.execute(
                 "UPDATE calls SET status='ok', output=?, response_raw=?, finished_at=?, "
-                "latency_s=? - created_at WHERE request_key=? AND status='pending'",
-                (label, raw, now, now, key),
+                "latency_s=? - created_at, cost=coalesce(?, cost), "
+                "cost_source='human price (answered)', error=NULL "
+                "WHERE call_id=? AND status IN ('pending','withdrawn')",
+                (label, raw, now, now, row["price"] if row else None, row["call_id"] if row
+                 else -1),
+            )  # fmt: skip
+
+    def correct_human(self, key: str, label: str, by: str | None, raw: str,
+                      line: int | None) -> None:  # fmt: skip
+        """A later answer replaces an earlier one (no second payment)."""
+        with self.tx() as c:
+            row = c.execute(
+                "SELECT call_id FROM human_queue WHERE request_key=?", (key,)
+            ).fetchone()
+            c.execute(
+                "UPDATE human_queue SET label=?, answered_by=?, raw=?, line=?, answered_at=? "
+                "WHERE request_key=?",
+                (label, by, raw, line, time.time(), key),
             )
+            if row is not None:
+                c.execute(
+                    "UPDATE calls SET output=?, response_raw=? WHERE call_id=?",
+                    (label, raw, row["call_id"]),
+                )
+
+    def withdraw_human(self, key: str) -> None:
+        """A pending task no pass needs any more: release its held price."""
+        with self.tx() as c:
+            row = c.execute(
+                "SELECT call_id FROM human_queue WHERE request_key=?", (key,)
+            ).fetchone()
+            c.execute(
+                "UPDATE human_queue SET status='withdrawn' WHERE request_key=? "
+                "AND status='pending'",
+                (key,),
+            )
+            if row is not None:
+                c.execute(
+                    "UPDATE calls SET status='withdrawn', cost=0, finished_at=?, "
+                    "cost_source='withdrawn: no routing pass needs it' "
+                    "WHERE call_id=? AND status='pending'",
+                    (time.time(), row["call_id"]),
+                )
+
+    def reopen_human(self, key: str, price: float) -> None:
+        """A withdrawn task is needed again: it waits (and holds its price) once more."""
+        with self.tx() as c:
+            row = c.execute(
+                "SELECT call_id FROM human_queue WHERE request_key=?", (key,)
+            ).fetchone()
+            c.execute(
+                "UPDATE human_queue SET status='pending', submitted_at=?, price=? "
+                "WHERE request_key=? AND status='withdrawn'",
+                (time.time(), price, key),
+            )
+            if row is not None:
+                c.execute(
+                    "UPDATE calls SET status='pending', cost=?, finished_at=NULL, "
+                    "cost_source='human price (held until answered)' "
+                    "WHERE call_id=? AND status='withdrawn'",
+                    (price, row["call_id"]),
+                )
+
+    def mark_given(self, keys: list[str]) -> None:
+        """Answered tasks the router did not ask for: hand them to the next passes."""
+        with self.tx() as c:
+            c.executemany(
+                "UPDATE human_queue SET given=1 WHERE request_key=?", [(k,) for k in keys]
+            )
+
+    def note_once(self, key: str, message: str) -> bool:
+        """Record a message about the project's input; False if it was recorded before."""
+        with self.tx() as c:
+            cur = c.execute(
+                "INSERT OR IGNORE INTO notes VALUES (?,?,?)", (key, message, time.time())
+            )
+            return cur.rowcount == 1
 
     def pending_humans(self) -> pd.DataFrame:
         return self.frame(
@@ -302,24 +433,32 @@ class Ledger:
                 )  # fmt: skip
 
     # -- accounting --------------------------------------------------------
-    def money(self) -> dict[str, float]:
-        """What the ledger says was paid, is held for pending humans, or may have been paid."""
+    def money_units(self) -> dict[str, int]:
+        """Money in integer nano-units: paid, held for pending humans, committed (both),
+        possibly billed by interrupted calls, and the number of interrupted calls."""
+        cost, reserved = _U.format("cost"), _U.format("reserved")
         row = self.query(
             "SELECT "
-            "coalesce(sum(CASE WHEN status IN ('ok','unparseable') THEN cost END),0), "
-            "coalesce(sum(CASE WHEN status='failed' THEN cost END),0), "
-            "coalesce(sum(CASE WHEN status='pending' THEN cost END),0), "
-            "coalesce(sum(CASE WHEN status='interrupted' THEN reserved END),0), "
+            f"coalesce(sum(CASE WHEN status IN ('ok','unparseable','failed') THEN {cost} END),0),"
+            f"coalesce(sum(CASE WHEN status='pending' THEN {cost} END),0), "
+            f"coalesce(sum(CASE WHEN status='interrupted' THEN {reserved} END),0), "
             "count(CASE WHEN status='interrupted' THEN 1 END) FROM calls"
         )[0]
-        paid = float(row[0]) + float(row[1])
+        paid, pending = int(row[0]), int(row[1])
         return {
             "paid": paid,
-            "pending": float(row[2]),
-            "committed": paid + float(row[2]),
-            "interrupted": float(row[3]),
-            "interrupted_calls": int(row[4]),
+            "pending": pending,
+            "committed": paid + pending,
+            "interrupted": int(row[2]),
+            "interrupted_calls": int(row[3]),
         }
+
+    def money(self) -> dict[str, float]:
+        """:meth:`money_units` as floats (each the nearest float to the exact sum)."""
+        u = self.money_units()
+        out: dict[str, float] = {k: from_units(v) for k, v in u.items()}
+        out["interrupted_calls"] = u["interrupted_calls"]
+        return out
 
 
 def _s(x: Any) -> str | None:

@@ -138,7 +138,20 @@ class LLMAnnotator(Annotator):
                     "(it must hold the API key)"
                 )
             return key
-        return "no-key" if self.cfg.api_base else None
+        if self.cfg.api_base:
+            return "no-key"
+        try:
+            missing = get_litellm().validate_environment(self.model).get("missing_keys") or []
+        except Exception:
+            missing = []
+        keys = [k for k in missing if k.endswith("_KEY")]
+        if keys:
+            raise ConfigError(
+                f"annotator {self.name!r}: model {self.model!r} needs an API key and "
+                f"{' or '.join(keys)} is not set; set it, or name the variable that holds "
+                "the key with api_key_env (or point api_base at an OpenAI-compatible server)"
+            )
+        return None
 
     # -- prices ------------------------------------------------------------
     def _bound(self, items: Sequence[ItemView], kind: CallKind) -> float:
@@ -206,6 +219,7 @@ class LLMAnnotator(Annotator):
         sem, bucket = self._limits()
         tries = self.cfg.max_retries + 1
         error = "not attempted"
+        outcome = "error"
         fatal = False
         t_first = time.monotonic()
         for n in range(1, tries + 1):
@@ -243,11 +257,12 @@ class LLMAnnotator(Annotator):
             return self._response(req, resp, latency, n, time.monotonic() - t_first)
         if self.health.failure(error, fatal=fatal):
             log.error(
-                "annotator %r (%s%s) is unreachable after %d consecutive failed call(s); "
-                "removed from the arm set for the rest of this run. Last error: %s",
+                "annotator %r (%s%s) %s (%d consecutive failed call(s)); removed from the "
+                "arm set for the rest of this run. Last error: %s",
                 self.name,
                 self.model,
                 f" at {self.api_base}" if self.api_base else "",
+                why_dead(outcome),
                 self.health.consecutive,
                 error,
             )
@@ -290,11 +305,36 @@ class LLMAnnotator(Annotator):
         )
 
 
+def why_dead(outcome: str) -> str:
+    """What the last failed try says about an endpoint, in words."""
+    if outcome.startswith("auth"):
+        return (
+            "rejected the credentials (check the key in the variable named by api_key_env, "
+            "or set api_key_env)"
+        )
+    if outcome.startswith("not found"):
+        return "does not know this model or path (HTTP 404)"
+    if outcome in ("connection", "timeout"):
+        return "is unreachable" if outcome == "connection" else "does not answer in time"
+    if outcome == "invalid response":
+        return (
+            "answers with responses that are not chat completions (is api_base an "
+            "OpenAI-compatible endpoint?)"
+        )
+    if outcome == "429":
+        return "rate-limits every try (lower rate_limit or concurrency)"
+    if outcome[:1] == "5":
+        return f"keeps failing with server errors (HTTP {outcome})"
+    return "keeps failing"
+
+
 def _classify(exc: BaseException) -> tuple[str, bool, bool, float | None]:
     """(outcome, retryable, fatal for the endpoint, server-asked wait in seconds)."""
     lit = get_litellm()
     status = getattr(exc, "status_code", None)
     wait = _retry_after(exc)
+    if "invalid response from LLM endpoint" in str(exc) or "Invalid JSON" in str(exc):
+        return "invalid response", True, False, None
     if isinstance(exc, lit.Timeout):
         return "timeout", True, False, None
     if isinstance(exc, lit.RateLimitError) or status == 429:

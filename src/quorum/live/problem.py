@@ -89,12 +89,10 @@ def build_arms(
             if cfg.humans.backend == "labelstudio":
                 from quorum.live.labelstudio import LabelStudioHumanQueue
 
-                queue = LabelStudioHumanQueue.from_config(cfg, make_parser(cfg))
+                queue = LabelStudioHumanQueue.from_config(cfg)
             else:
                 queue_dir = cfg.path(a.queue) if a.queue else cfg.queue_dir
-                queue = FileHumanQueue(
-                    queue_dir, make_parser(cfg), cfg.task.type is TaskType.summarization
-                )
+                queue = FileHumanQueue(queue_dir)
             human = HumanArm(a.name, float(a.price or 0.0), queue, make_builder(cfg))
     if cfg.human == GOLD_HUMAN:
         gold = dict(zip(items["item_id"], items["gold"], strict=True))

@@ -55,15 +55,22 @@ class PromptTemplate:
 
     @classmethod
     def resolve(cls, value: str | None, default: str, root: Path, name: str) -> PromptTemplate:
-        """``value`` is inline template text or a path to a text file; None: the default."""
+        """``value`` is inline template text (it has ``{text}``) or a path to a template
+        file (any name); None: the default."""
         if value is None:
             return cls(default_template(default), name=f"{name} (default {default})")
         p = Path(value).expanduser()
         p = p if p.is_absolute() else root / p
-        if "{" not in value and p.suffix in (".txt", ".md", ".tmpl", ".j2"):
-            if not p.is_file():
-                raise ConfigError(f"{name}: prompt file not found: {p}")
-            return cls(p.read_text(encoding="utf-8").strip(), name=f"{name} ({p.name})")
+        if "{" not in value and "\n" not in value:
+            if p.is_file():
+                return cls(p.read_text(encoding="utf-8").strip(), name=f"{name} ({p.name})")
+            if p.is_dir():
+                raise ConfigError(f"{name}: {p} is a folder, not a prompt file")
+            if "/" in value or "\\" in value or Path(value).suffix or " " not in value.strip():
+                raise ConfigError(
+                    f"{name}: prompt file not found: {p} (inline template text must "
+                    "contain {text})"
+                )
         return cls(value, name=name)
 
 

@@ -1,14 +1,23 @@
 """LiveSource: the AnnotationSource that calls LLMs, local models and humans for real.
 
-Every call goes: ledger cache look-up -> project money guard -> ``inflight`` row committed ->
-the call (with retries) -> response, parse result and cost committed -> Outcome returned.
-``annotate_many`` runs its requests concurrently on a private asyncio loop (one background
-thread), under per-annotator semaphores and rate limits and a global concurrency cap.
+Every call goes: ledger cache look-up -> project money guard -> global concurrency slot ->
+``inflight`` row committed -> the call (with retries) -> response, parse result and cost
+committed -> Outcome returned. ``annotate_many`` runs its requests concurrently on a private
+asyncio loop (one background thread), under per-annotator semaphores and rate limits and a
+global concurrency cap.
+
+A routing pass is *frozen* as soon as a call returns a human task that still waits for its
+answer: the router's next decisions would depend on that answer, so from then on the pass
+makes no new paid call and sends no new human task (answers already in the ledger are still
+served, so the pass ends with provisional labels). The runner waits for the answers and runs
+the router again; the replay then takes exactly the path a router with an instant human
+would take.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 from collections.abc import Callable, Coroutine
@@ -19,7 +28,7 @@ import numpy as np
 
 from quorum.data.schema import TaskType
 from quorum.live.calls import Annotator, Redactor, Request, Response, request_key
-from quorum.live.humans import HumanQueue, HumanTask
+from quorum.live.humans import HumanQueue, HumanTask, match_label
 from quorum.live.ledger import Ledger
 from quorum.live.parsing import LabelParser, Parsed, parse_confidence, parse_summary
 from quorum.live.prompts import ItemView, PromptBuilder
@@ -78,6 +87,24 @@ class HumanArm:
 
 
 @dataclass
+class Collected:
+    """What one look at the human queue changed in the ledger (item ids)."""
+
+    new: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    late: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+    @property
+    def any(self) -> bool:
+        return bool(self.new or self.changed or self.late)
+
+
+#: the raw text of an outcome the source did not produce because the pass is frozen
+DEFERRED = "deferred: the routing pass waits for human answers"
+
+
+@dataclass
 class LiveStats:
     """Running counts for the progress bar (this process)."""
 
@@ -131,8 +158,14 @@ class LiveSource:
         self._committed_u = to_units(money["committed"])
         self._held_u = 0  # reservations of calls in flight
         self._inflight: dict[str, asyncio.Future] = {}
-        self._answers: dict[str, Any] = {}
         self._to_submit: dict[str, HumanTask] = {}
+        #: the pass makes no new call and sends no new task (see the module docstring)
+        self.frozen = False
+        #: human tasks (request key -> item id) the pass is waiting for
+        self.blocking: dict[str, str] = {}
+        #: human tasks (request key -> item id) the pass asked for
+        self.asked_human: dict[str, str] = {}
+        self._reported: set[tuple] = set()
         self._last: dict[tuple[str, str], str] = {}
         self._emb: dict[str, np.ndarray] = {}
         self._sem: asyncio.Semaphore | None = None
@@ -160,7 +193,11 @@ class LiveSource:
     def annotate_many(self, requests: list[tuple[str, str]]) -> list[Outcome]:
         if not requests:
             return []
-        return self._loop.run(self._many(requests))
+        frozen = self.frozen
+        outs = self._loop.run(self._many(requests))
+        if not frozen and any(o.status == "pending" for o in outs):
+            self.frozen = True  # later decisions depend on the answers: stop spending
+        return outs
 
     def confidence(self, item_id: str, annotator: str) -> Outcome:
         return self._loop.run(self._confidence(item_id, annotator))
@@ -174,23 +211,187 @@ class LiveSource:
                 self._emb[t] = v
         return np.stack([self._emb[t] for t in texts]) if texts else np.zeros((0, 384))
 
-    # -- human answers ---------------------------------------------------------
-    def refresh_answers(self) -> int:
-        """Read the human queue; return how many pending calls it answers."""
+    # -- passes --------------------------------------------------------------
+    def begin_pass(self) -> None:
+        """A new routing pass: nothing frozen, nothing asked yet, money from the ledger."""
+        self.frozen = False
+        self.blocking = {}
+        self.asked_human = {}
+        self._sync_money()
+        self.stats.items_ok = set()
+
+    def _sync_money(self) -> None:
+        self._committed_u = self.ledger.money_units()["committed"]
+        self.stats.committed = from_units(self._committed_u)
+
+    def prior_outcomes(self) -> list[Outcome]:
+        """Human answers the router gets before it starts (answers to tasks an earlier pass
+        sent that no later complete pass asked for): used as labels and rewards, never
+        asked or paid again (see :class:`~quorum.routing.recorder.CallRecorder`)."""
         if self.human is None:
-            return 0
-        self._answers = self.human.queue.poll()
-        pend = self.ledger.pending_humans()
-        return int(pend["item_id"].isin(list(self._answers)).sum()) if len(pend) else 0
+            return []
+        tasks = self.ledger.human_tasks("answered")
+        tasks = tasks[(tasks["given"] == 1) & tasks["item_id"].isin(list(self.items))]
+        out = []
+        for r in tasks.to_dict("records"):
+            row = self.ledger.by_key(r["request_key"])
+            cost = float(row["cost"]) if row is not None else float(r["price"] or 0.0)
+            out.append(Outcome(r["item_id"], self.human.name, r["label"], cost, raw=r["raw"]))
+        return out
+
+    # -- human answers ---------------------------------------------------------
+    def collect_answers(self) -> Collected:
+        """Read the human queue and attach every answer to its task in the ledger.
+
+        Independent of any routing pass: a pending task becomes answered (and paid, once),
+        a later row for an answered item replaces its label (logged), an answer to a
+        withdrawn task is taken if the budget still has room for it. Answers for unknown
+        item ids, for items never sent to a human, and answers that are not a label are
+        reported once each.
+        """
+        got = Collected()
+        if self.human is None:
+            return got
+        h = self.human
+        final: dict[str, tuple[str, Any]] = {}
+        for ans in h.queue.poll():
+            item = self.items.get(ans.item_id)
+            if item is None:
+                self._report(
+                    ("unknown", ans.item_id),
+                    "answers: item id %r (line %s) is not in the items file; the answer is ignored",
+                    ans.item_id,
+                    ans.line,
+                )
+                continue
+            label = self._match(item, ans.raw)
+            if label is None:
+                self._report(
+                    ("invalid", ans.item_id, ans.line, ans.raw),
+                    "answers: line %s, item %s: %r is not a label (%s); the item "
+                    "keeps its earlier answer or stays pending until corrected",
+                    ans.line,
+                    ans.item_id,
+                    ans.raw,
+                    self._label_help(item),
+                )
+                continue
+            prev = final.get(ans.item_id)
+            if prev is not None and prev[0] != label:
+                self._report(
+                    ("fix", ans.item_id, ans.line),
+                    "answers: item %s was answered %r on line %s and %r on line %s; "
+                    "the later row wins",
+                    ans.item_id,
+                    prev[1].raw,
+                    prev[1].line,
+                    ans.raw,
+                    ans.line,
+                )
+            final[ans.item_id] = (label, ans)
+        if not final:
+            return got
+        tasks = self.ledger.human_tasks()
+        tasks = tasks[tasks["annotator"] == h.name]
+        by_item: dict[str, dict] = {}
+        for r in tasks.to_dict("records"):  # oldest first: a pending task wins over others
+            if r["item_id"] not in by_item or r["status"] == "pending":
+                by_item[r["item_id"]] = r
+        answered: list[str] = []
+        for iid, (label, ans) in final.items():
+            task = by_item.get(iid)
+            if task is None:
+                self._report(
+                    ("unasked", iid),
+                    "answers: item %s (line %s) was never sent to "
+                    "a human; the answer is kept in the file and used if it is asked "
+                    "for",
+                    iid,
+                    ans.line,
+                )
+                continue
+            key, status = task["request_key"], task["status"]
+            if status == "pending":
+                self.ledger.answer_human(key, label, ans.by, ans.raw, ans.line)
+                got.new.append(iid)
+                answered.append(iid)
+            elif status == "answered" and task["label"] != label:
+                self.ledger.correct_human(key, label, ans.by, ans.raw, ans.line)
+                log.info(
+                    "answers: item %s is now %r (line %s), replacing %r (line %s)",
+                    iid,
+                    ans.raw,
+                    ans.line,
+                    task["raw"],
+                    _line(task["line"]),
+                )
+                got.changed.append(iid)
+            elif status == "withdrawn":
+                price = to_units(task["price"] or 0.0)
+                if self._committed_u + self._held_u + price <= self.limit_u:
+                    self.ledger.answer_human(key, label, ans.by, ans.raw, ans.line)
+                    self.ledger.mark_given([key])
+                    got.late.append(iid)
+                    log.info(
+                        "answers: item %s was answered after its task was withdrawn; "
+                        "the answer is paid and used",
+                        iid,
+                    )
+                else:
+                    got.refused.append(iid)
+                    self._report(
+                        ("late", iid),
+                        "answers: item %s was answered after its "
+                        "task was withdrawn and the budget has no room left to pay "
+                        "for it; it is not used",
+                        iid,
+                    )
+        if answered:
+            h.queue.withdraw(answered)
+        self._sync_money()
+        return got
+
+    def _match(self, item: ItemView, raw: str) -> str | None:
+        if self.task_type is TaskType.summarization:
+            return raw.strip() or None
+        b = self.human.builder if self.human is not None else None
+        if b is None:
+            return None
+        return match_label(raw, b.labels, b.label_names, b.options(item))
+
+    def _label_help(self, item: ItemView) -> str:
+        assert self.human is not None
+        b = self.human.builder
+        opts = b.options(item)
+        names = [b.label_names.get(lab, lab) for lab in b.labels]
+        shown = sorted(set(b.labels) | set(names) | set(opts), key=str)
+        return f"use one of {shown} or an index 0..{min(len(opts), len(b.labels)) - 1}"
+
+    def _report(self, key: tuple, msg: str, *args: Any) -> None:
+        """Log a problem with the answers once per project (remembered in the ledger)."""
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        text = msg % args
+        if self.ledger.note_once(json.dumps(key, default=str), text):
+            log.warning("%s", text)
 
     def resubmit_pending(self) -> int:
-        """Put every pending human call of the ledger back in the queue (start of a run)."""
+        """Put every pending human task of the ledger back in the queue (start of a run)."""
         if self.human is None:
             return 0
         pend = self.ledger.pending_humans()
         tasks = [self._human_task(self.items[i]) for i in pend["item_id"] if i in self.items]
         self.human.queue.submit(tasks)
         return len(tasks)
+
+    def withdraw_tasks(self, keys: dict[str, str]) -> None:
+        """Withdraw pending tasks no pass needs (key -> item id): the held money is freed."""
+        for key in keys:
+            self.ledger.withdraw_human(key)
+        if self.human is not None and keys:
+            self.human.queue.withdraw(list(keys.values()))
+        self._sync_money()
 
     def close(self) -> None:
         for a in self.annotators.values():
@@ -202,8 +403,12 @@ class LiveSource:
     async def _many(self, requests: list[tuple[str, str]]) -> list[Outcome]:
         if self._sem is None:
             self._sem = asyncio.Semaphore(self.concurrency)
-        if self.human is not None and any(a == self.human.name for _, a in requests):
-            self._answers = self.human.queue.poll()
+        if (
+            not self.frozen
+            and self.human is not None
+            and any(a == self.human.name for _, a in requests)
+        ):
+            self.collect_answers()
         try:
             return list(await asyncio.gather(*(self._one(i, a) for i, a in requests)))
         finally:
@@ -241,6 +446,8 @@ class LiveSource:
         row = self.ledger.completed(req.key)
         if row is not None:
             return self._from_row(req, row, cached=True)
+        if self.frozen:
+            return Outcome(req.item_id, req.annotator, None, 0.0, status="failed", raw=DEFERRED)
         waiting = self._inflight.get(req.key)
         if waiting is not None:  # the same request is in flight: share its answer
             await asyncio.shield(waiting)
@@ -266,6 +473,36 @@ class LiveSource:
                 f"{from_units(self._committed_u):.6g} of {from_units(self.limit_u):.6g} "
                 "(calls from earlier runs that this run did not reuse count too)",
             )
+        assert self._sem is not None
+        try:
+            # the ``inflight`` row is written once the call has a slot: at most
+            # ``concurrency`` rows can be in flight, so a kill cuts off at most that many
+            async with self._sem:
+                if not ann.available:  # it died while this call waited for a slot
+                    self._release(req.reserved)
+                    return self._refuse(ann, req, f"endpoint declared dead: {ann.health.reason}")
+                resp, parsed = await self._send(ann, req)
+        except BaseException:
+            self._release(req.reserved)
+            raise
+        cost = resp.cost
+        self._settle(req.reserved, cost)
+        status = "failed" if resp.status != "ok" else parsed.status
+        out = Outcome(
+            req.item_id,
+            req.annotator,
+            parsed.output if status == "ok" and req.kind == "annotate" else None,
+            cost,
+            status=status,  # type: ignore[arg-type]
+            confidence=parsed.confidence,
+            raw=self.redact(resp.raw) if resp.raw is not None else resp.error,
+        )
+        self.stats.new_calls += 1
+        self._event(out)
+        return out
+
+    async def _send(self, ann: Annotator, req: Request) -> tuple[Response, Parsed]:
+        """Write the ``inflight`` row, make the call, record its result (inside a slot)."""
         call_id = self.ledger.start_call(
             self.run_id, req.key, req.kind, req.item_id, req.annotator, ann.kind, ann.model,
             ann.api_base, req.prompt, req.params, req.reserved,
@@ -275,13 +512,7 @@ class LiveSource:
             if outcome != "ok":  # successful tries are recorded with the call itself
                 self.ledger.add_attempt(call_id, n, started, lat, outcome, self.redact(err))
 
-        assert self._sem is not None
-        try:
-            async with self._sem:
-                resp = await ann.call(req, on_attempt)
-        except BaseException:
-            self._release(req.reserved)
-            raise
+        resp = await ann.call(req, on_attempt)
         parsed = self._parse(req, resp)
         status = "failed" if resp.status != "ok" else parsed.status
         cost = resp.cost
@@ -309,19 +540,7 @@ class LiveSource:
             latency_s=resp.latency,
             attempts=resp.attempts,
         )
-        self._settle(req.reserved, cost)
-        out = Outcome(
-            req.item_id,
-            req.annotator,
-            parsed.output if status == "ok" and req.kind == "annotate" else None,
-            cost,
-            status=status,  # type: ignore[arg-type]
-            confidence=parsed.confidence,
-            raw=self.redact(resp.raw) if resp.raw is not None else resp.error,
-        )
-        self.stats.new_calls += 1
-        self._event(out)
-        return out
+        return resp, parsed
 
     def _parse(self, req: Request, resp: Response) -> Parsed:
         if resp.status != "ok":
@@ -386,39 +605,42 @@ class LiveSource:
         )  # fmt: skip
 
     def _human_call(self, item: ItemView) -> Outcome:
-        """Submit to the human queue, or return the answer once it is there."""
+        """The item's human task: its answer if there is one, else pending (sent once)."""
         assert self.human is not None
         h = self.human
         key = self._human_key(item)
-        row = self.ledger.by_key(key)
-        ans = self._answers.get(item.item_id)
-        if row is None:
+        self.asked_human[key] = item.item_id
+        task = self.ledger.human_task(key)
+        status = task["status"] if task is not None else None
+        if status == "answered":
+            row = self.ledger.by_key(key)
+            out = Outcome(
+                item.item_id, h.name, task["label"], float(row["cost"] or 0.0), raw=task["raw"]
+            )
+            self._event(out)
+            return out
+        if self.frozen and status != "pending":
+            return Outcome(item.item_id, h.name, None, 0.0, status="pending", raw=DEFERRED)
+        if status is None or status == "withdrawn":
             if not self._hold(h.price):
-                return Outcome(item.item_id, h.name, None, 0.0, status="failed",
-                               raw="project budget reached")  # fmt: skip
-            call_id = self.ledger.start_call(
-                self.run_id, key, "annotate", item.item_id, h.name, "human", None, None,
-                item.text, {"queue": type(h.queue).__name__}, h.price, status="pending",
-                cost=h.price, cost_source="human price (held until answered)",
-            )  # fmt: skip
-            self.ledger.queue_human(key, item.item_id, h.name, call_id)
+                return Outcome(
+                    item.item_id, h.name, None, 0.0, status="failed", raw="project budget reached"
+                )
+            if status is None:
+                call_id = self.ledger.start_call(
+                    self.run_id, key, "annotate", item.item_id, h.name, "human", None, None,
+                    item.text, {"queue": type(h.queue).__name__}, h.price, status="pending",
+                    cost=h.price, cost_source="human price (held until answered)",
+                )  # fmt: skip
+                self.ledger.queue_human(key, item.item_id, h.name, call_id, h.price)
+            else:
+                self.ledger.reopen_human(key, h.price)
             self._settle(h.price, h.price)
-            if ans is None:
-                self._to_submit[item.item_id] = self._human_task(item)
-            row = self.ledger.by_key(key)
-        if row["status"] == "pending" and ans is not None:
-            self.ledger.answer_human(key, ans.label, ans.by, ans.raw)
-            self._to_submit.pop(item.item_id, None)
-            h.queue.withdraw([item.item_id])
-            row = self.ledger.by_key(key)
-        out = Outcome(
-            item.item_id,
-            h.name,
-            row["output"] if row["status"] == "ok" else None,
-            float(row["cost"] or 0.0),
-            status=row["status"],
-            raw=row["response_raw"],
-        )
+            self._to_submit[item.item_id] = self._human_task(item)
+        row = self.ledger.by_key(key)
+        if not self.frozen:
+            self.blocking[key] = item.item_id
+        out = Outcome(item.item_id, h.name, None, float(row["cost"] or 0.0), status="pending")
         self._event(out)
         return out
 
@@ -454,3 +676,11 @@ class LiveSource:
                 self.on_event(out, s)
             except Exception:  # a display problem must never break a run
                 log.debug("progress callback failed", exc_info=True)
+
+
+def _line(x: Any) -> int | None:
+    """A line number read back from the ledger (pandas may hand it over as a float)."""
+    try:
+        return None if x is None or x != x else int(x)
+    except (TypeError, ValueError):
+        return None

@@ -2,6 +2,11 @@
 
 Routers use :class:`CallRecorder` for every annotation and confidence call, so that no
 call is ever made without a reservation and nothing paid for is lost from the record.
+
+A source may hold annotations the router did not ask for (live: human answers to tasks an
+earlier pass sent). If it has ``prior_outcomes()``, they are recorded first (phase
+``prior``, charged to the budget) and a later request for the same (item, annotator) is
+answered from them without a second charge.
 """
 
 from __future__ import annotations
@@ -27,6 +32,31 @@ class CallRecorder:
         self.confidence_calls = 0
         self.llm_calls = 0
         self._step = 0
+        self._prior: dict[tuple[str, str], Outcome] = {}
+        prior = getattr(source, "prior_outcomes", None)
+        for out in prior() if callable(prior) else []:
+            self._record_prior(out)
+
+    def _record_prior(self, out: Outcome) -> None:
+        human = self.is_human(out.annotator)
+        if not self.budget.can_afford(out.cost, human=human):
+            return
+        self.budget.reserve(out.cost, human=human).settle(out.cost, counted=human and out.ok)
+        self._prior[(out.item_id, out.annotator)] = out
+        self._step += 1
+        self.rows.append(
+            {
+                "item_id": out.item_id,
+                "annotator": out.annotator,
+                "output": out.output,
+                "status": out.status,
+                "cost": out.cost,
+                "phase": "prior",
+                "step": self._step,
+                "kind": "human" if human else "llm",
+            }
+        )
+        self.by_item[out.item_id][out.annotator] = out
 
     def is_human(self, annotator: str) -> bool:
         return annotator == self.human_name or annotator == GOLD_HUMAN
@@ -41,6 +71,8 @@ class CallRecorder:
 
     def annotate(self, item_id: str, annotator: str, phase: str = "") -> Outcome:
         """Reserve the price, call the source, settle the real cost, record the outcome."""
+        if (item_id, annotator) in self._prior:
+            return self._prior[(item_id, annotator)]
         human = self.is_human(annotator)
         res = self.budget.reserve(self.price(annotator), human=human)
         try:
@@ -57,7 +89,10 @@ class CallRecorder:
         Requests that cannot be reserved are not made; their slot in the result is None.
         """
         reservations = []
-        for _item_id, annotator in requests:
+        for item_id, annotator in requests:
+            if (item_id, annotator) in self._prior:
+                reservations.append(None)
+                continue
             human = self.is_human(annotator)
             price = self.price(annotator)
             if self.budget.can_afford(price, human=human):
@@ -75,7 +110,7 @@ class CallRecorder:
         outs: list[Outcome | None] = []
         for (item_id, annotator), res in zip(requests, reservations, strict=True):
             if res is None:
-                outs.append(None)
+                outs.append(self._prior.get((item_id, annotator)))
                 continue
             out = next(answers)
             self._settle_and_record(res, out, item_id, annotator, phase)
