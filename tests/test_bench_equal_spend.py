@@ -258,3 +258,15 @@ def test_standing_block_has_both_views() -> None:
     assert "paper-style" in standing_block("", "- P") and "At equal spend" not in standing_block(
         "", "- P"
     )
+
+
+def test_standing_without_a_quorum_result() -> None:
+    curves = {
+        ("d", "dollars", "quorum"): [(0.1, 5.0, math.nan)],
+        ("d", "dollars", "random"): [(0.1, 5.0, 0.5)],
+    }
+    st = equal_spend_standing(equal_spend_frame(_stats(curves), {("d", "dollars", 0.1): 5.0}))
+    assert [c["standing"] for c in st["cells"]] == ["no result"]
+    c = st["counts"]["all"]
+    assert (c["cells"], c["best"], c["no result"]) == (1, 0, 1)
+    assert "no successful run in 1" in "\n".join(standing_lines(st))

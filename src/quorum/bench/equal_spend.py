@@ -157,7 +157,8 @@ def equal_spend_standing(es: pd.DataFrame, method: str = "quorum") -> dict[str, 
 
     Standing per cell: ``best`` / ``second`` / ``behind`` among the ranked methods (at 3
     decimals, ties share), ``alone`` when no baseline can run at that spend, ``not reached``
-    when ``method`` itself cannot. ``gap`` = its quality minus the best ranked baseline's.
+    when ``method`` itself cannot, ``no result`` when it has no quality to read. ``gap`` =
+    its quality minus the best ranked baseline's.
     """
     cells: list[dict[str, Any]] = []
     if es.empty or method not in set(es["method"]):
@@ -189,7 +190,9 @@ def equal_spend_standing(es: pd.DataFrame, method: str = "quorum") -> dict[str, 
             "gap": math.nan,
             "rank": None,
         }
-        if me["status"] not in ("at", "less"):
+        if me["status"] == "missing":
+            cell["standing"] = "no result"
+        elif me["status"] == "above":
             cell["standing"] = "not reached"
         elif ranked.empty:
             cell["standing"] = "alone"
@@ -214,7 +217,7 @@ def equal_spend_standing(es: pd.DataFrame, method: str = "quorum") -> dict[str, 
     groups = [("all", df), *((s, df[df["setting"] == s]) for s in df["setting"].unique())]
     for key, sub in groups:
         c: dict[str, Any] = {"cells": len(sub)}
-        for k in ("best", "second", "behind", "alone", "not reached"):
+        for k in ("best", "second", "behind", "alone", "not reached", "no result"):
             part = sub[sub["standing"] == k]
             c[k] = len(part)
             if k in ("best", "second", "behind"):
@@ -255,6 +258,8 @@ def standing_lines(standing: dict[str, Any]) -> list[str]:
             line += f"; no baseline can run at its spend in {x['alone']}"
         if x["not reached"]:
             line += f"; it cannot run at the level in {x['not reached']}"
+        if x["no result"]:
+            line += f"; no successful run in {x['no result']}"
         w = x.get("worst")
         if w:
             line += (
@@ -341,7 +346,7 @@ def summary_table(standings: list[dict[str, Any]]) -> Table:
                     f"{method_name(w['best_other'])})"
                     if w
                     else "-",
-                    str(x["alone"] + x["not reached"]),
+                    str(x["alone"] + x["not reached"] + x["no result"]),
                     str(x["unreached"]),
                 ]
             )
@@ -362,9 +367,9 @@ def summary_table(standings: list[dict[str, Any]]) -> Table:
         "A cell is one (dataset, setting, budget) at its spend level. Each QUORUM row is "
         "compared with the baselines only (not with the other QUORUM row), at 3 decimals, "
         "ties share the rank. Margin/gap: QUORUM minus the best compared baseline. *No "
-        "comparison*: no baseline, or not this QUORUM row, can run at the level. *Baselines "
-        "not reached*: (baseline, cell) pairs left out because the baseline's cheapest run "
-        "costs more than the level.",
+        "comparison*: no baseline, or not this QUORUM row, can run at the level (or it has no "
+        "successful run). *Baselines not reached*: (baseline, cell) pairs left out because "
+        "the baseline's cheapest run costs more than the level.",
     )
 
 
