@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
@@ -72,3 +73,18 @@ def test_quorum_runs_on_each_variant(variant: str, setting: str) -> None:
 def test_unknown_variant() -> None:
     with pytest.raises(ValueError, match="unknown feature variant"):
         with_variant(_prep(), "bogus", 0)
+
+
+@pytest.mark.parametrize("variant", ["random", "uncertainty"])
+@pytest.mark.parametrize("method", ["quorum", "quorum-paper"])
+def test_variants_replace_the_raw_features_too(variant: str, method: str) -> None:
+    """A prepared dataset with unscaled features (``raw``) of another width than the variant's:
+    the variant's own features become the raw ones, so every router still gets a valid
+    problem (it used to fail with 'raw_features must have the shape of phi')."""
+    prep = _prep()
+    prep = dataclasses.replace(prep, raw_features=prep.phi * 10.0)
+    p = with_variant(prep, variant, seed=0, cache={})
+    assert p.raw_features is not None and p.raw_features.shape == p.phi.shape
+    assert p.phi.shape[1] != prep.phi.shape[1] or variant == "random"
+    row, _ = simulate_once(p, method, "dollars", 0.3, 0)
+    assert 0.0 <= row["accuracy"] <= 1.0

@@ -55,9 +55,10 @@ def test_default_plan_shares_runs_across_experiments() -> None:
 def test_summaries_skip_label_only_methods_and_use_fewer_seeds() -> None:
     plan = build_plan(load_config())
     summ = [s for s in plan.runs["main"] if s.dataset == "summ-summeval"]
-    assert {s.method for s in summ} == {"random", "cdi", "coannotating", "hypac", "quorum"}
+    both = {"quorum", "quorum-paper"}  # the two QUORUM rows
+    assert {s.method for s in summ} == {"random", "cdi", "coannotating", "hypac", *both}
     assert {s.seed for s in summ} == {0, 1, 2}
-    assert len(summ) == 5 * 2 * 4 * 3
+    assert len(summ) == 6 * 2 * 4 * 3
 
 
 def test_noisy_runs_use_each_labeller() -> None:

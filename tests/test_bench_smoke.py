@@ -22,6 +22,7 @@ pytestmark = pytest.mark.realdata
 
 def test_outputs(smoke_dir) -> None:
     for name in (
+        "equal_spend",
         "summary",
         "main_auditor",
         "main_dollars",
@@ -45,9 +46,11 @@ def test_outputs(smoke_dir) -> None:
     assert (runs["status"] == "ok").all()
     assert {"main", "features", "noisy"} <= {e for x in runs["experiments"] for e in x.split(";")}
     main = (smoke_dir / "tables" / "main_auditor.md").read_text()
-    assert "QUORUM" in main and "Random" in main and "**" in main
+    assert "| QUORUM |" in main and "| QUORUM (paper preset) |" in main and "**" in main
     readme = (smoke_dir / "README.md").read_text()
     assert "quorum bench smoke" in readme and "QUORUM is best in" in readme
+    assert readme.index("At equal spend") < readme.index("In the paper-style tables")
+    assert "- **QUORUM (paper preset), dollars**, at equal spend: best in" in readme
     html = (smoke_dir / "report.html").read_text()
     assert html.count("data:image/png;base64,") == 5
     assert 'src="http' not in html and "<table>" in html
@@ -104,3 +107,60 @@ def test_two_workers_match_one(tmp_path, shared_data_dir) -> None:
         for col in ("accuracy", "mca", "cost", "human_labels", "llm_calls"):
             assert ra[k][col] == rb[k][col], col
     assert len({r["worker"] for r in rb.values()}) >= 1
+
+
+def test_equal_spend_table(smoke_dir) -> None:
+    """Every cell of the equal-spend tables against the runs behind it: the spend level is the
+    budget's money, a method that spent no more than the level shows its mean quality (and
+    what it did not spend), one that spent more is not compared, marks rank the others."""
+    from quorum.bench.cache import JsonlStore
+    from quorum.bench.tables import TableFile, fmt_num, method_name, rank_marks
+    from quorum.bench.worker import group_key
+    from quorum.routing.budget import budget_for_setting
+
+    files = json.loads((smoke_dir / "tables" / "tables.json").read_text())
+    assert files[0]["name"] == "equal_spend"  # the table a reader reads first
+    f = TableFile.from_json(files[0])
+    assert [t.title for t in f.tables][:3] == [
+        "QUORUM at equal spend",
+        "Auditor style at equal spend",
+        "Dollars at equal spend",
+    ]
+    summary = f.tables[0]
+    assert {r[0].text for r in summary.rows} == {"QUORUM", "QUORUM (paper preset)"}
+    assert all(len(r) == len(summary.header) for r in summary.rows)
+    runs = pd.read_csv(smoke_dir / "runs.csv")
+    main = runs[runs["experiments"].str.contains("main")].copy()
+    main["spend"] = main["cost"] + main.get("unpaid_cost", 0.0).fillna(0.0)
+    info = JsonlStore(smoke_dir / "cache" / "datasets.jsonl").get(
+        group_key("coannotating-stance/es", "gold")
+    )
+    methods = ["random", "quorum", "quorum-paper"]
+    for t, setting in zip(f.tables[1:3], ["auditor", "dollars"], strict=True):
+        assert t.header == ["Dataset", "Budget", "Spend level", *map(method_name, methods)]
+        assert len(t.rows) == 1
+        row = t.rows[0]
+        level = budget_for_setting(
+            setting, 0.3, info["n_items"], info["human_price"], min(info["prices"].values())
+        )[0].limit
+        assert [c.text for c in row[:3]] == [
+            "coannotating-stance/es",
+            "30%",
+            fmt_num(level),
+        ]
+        vals = []
+        for m, cell in zip(methods, row[3:], strict=True):
+            sub = main[(main["method"] == m) & (main["setting"] == setting)]
+            assert len(sub) == 2  # two seeds
+            spend, q = sub["spend"].mean(), sub["accuracy"].mean()
+            if spend > level * (1 + 1e-6):
+                assert cell.text.startswith("needs +") and cell.mark == ""
+                vals.append(float("nan"))
+                continue
+            assert cell.text.startswith(f"{q:.3f}")
+            left = level - spend
+            assert ("spent" in cell.text) == (left > 1e-6 * level)
+            if left > 1e-6 * level:
+                assert f"(spent {fmt_num(left)} less)" in cell.text
+            vals.append(q)
+        assert [c.mark for c in row[3:]] == rank_marks(vals)

@@ -133,4 +133,8 @@ def with_variant(prep: Prepared, variant: str, seed: int, cache: dict | None = N
             emb = None
     else:
         raise ValueError(f"unknown feature variant {variant!r}; choose one of {VARIANTS}")
-    return dataclasses.replace(prep, phi=phi, embeddings=emb, feature_names=list(names))
+    # the variant's features are also its unscaled features (``raw_features`` must have
+    # phi's shape; routers that scale features their own way then scale these)
+    return dataclasses.replace(
+        prep, phi=phi, embeddings=emb, feature_names=list(names), raw_features=phi
+    )

@@ -22,6 +22,8 @@ COLORS = {
     "hypac": "#9467bd",
     "sant": "#ff7f0e",
     "quorum": "#d62728",
+    "quorum-paper": "#e377c2",
+    "quorum-paper-authors-accounting": "#bcbd22",
 }
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 

@@ -119,7 +119,7 @@ def write_outputs(run: BenchRun) -> dict[str, Any]:
     import time
 
     from quorum.bench.figures import all_figures
-    from quorum.bench.results import all_tables, quorum_standing, rows_frame, standing_text
+    from quorum.bench.results import all_tables, quorum_standing, readme_standing, rows_frame
 
     t0 = time.perf_counter()
     out = run.outdir
@@ -154,7 +154,7 @@ def write_outputs(run: BenchRun) -> dict[str, Any]:
     stats["outputs_seconds"] = round(time.perf_counter() - t0, 2)
     (out / "bench.json").write_text(json.dumps(stats, indent=1, default=str), encoding="utf-8")
     (out / "README.md").write_text(
-        readme_text(stats, files, figs, standing_text(standing)), encoding="utf-8"
+        readme_text(stats, files, figs, readme_standing(files, standing)), encoding="utf-8"
     )
     write_html(out)
     return stats
@@ -264,6 +264,8 @@ def replace_marked(text: str, markers: tuple[str, str], body: str) -> str | None
 def update_docs(outdir: str | Path, root: str | Path) -> list[Path]:
     """Fill the generated sections of ``docs/baselines.md`` (main tables) and ``README.md``
     (QUORUM's standing) under ``root`` from a bench folder; returns the files changed."""
+    from quorum.bench.results import standing_block
+
     out, root = Path(outdir), Path(root)
     stats = _read_json(out / "bench.json") or {}
     tdir = out / "tables"
@@ -276,6 +278,9 @@ def update_docs(outdir: str | Path, root: str | Path) -> list[Path]:
         (tdir / "summary.md").read_text(encoding="utf-8") if (tdir / "summary.md").is_file() else ""
     )
     standing = summary.split("\n\n", 2)[1] if summary.count("\n\n") >= 2 else ""
+    eq = tdir / "equal_spend.md"
+    eq_lines = eq.read_text(encoding="utf-8").splitlines() if eq.is_file() else []
+    standing = standing_block("\n".join(x for x in eq_lines if x.startswith("- **")), standing)
     parts = [header, standing]
     for name in ("main_auditor", "main_dollars"):
         f = tdir / f"{name}.md"

@@ -24,6 +24,8 @@ NAMES = {
     "hypac": "HyPAC",
     "sant": "SANT",
     "quorum": "QUORUM",
+    "quorum-paper": "QUORUM (paper preset)",
+    "quorum-paper-authors-accounting": "QUORUM (paper preset, authors' accounting)",
 }
 SETTINGS = {"auditor": "Auditor style", "dollars": "Dollars"}
 VARIANT_NAMES = {
@@ -35,6 +37,11 @@ VARIANT_NAMES = {
 
 def method_name(m: str) -> str:
     return NAMES.get(m, m)
+
+
+def is_quorum(m: str) -> bool:
+    """QUORUM rows (ours and the paper preset): compared with the baselines, not each other."""
+    return m == "quorum" or m.startswith("quorum-")
 
 
 def pct(b: float) -> str:
