@@ -8,7 +8,9 @@ from the data (item text, options, instructions) travels as task *data*, never i
 labelling config, so hostile text cannot change the page: Label Studio's ``Text`` tag shows
 it as plain text.
 
-Labels are read back with the identity (e-mail) of the annotator who submitted them. A task
+Every submitted annotation is read back with the identity (e-mail) of the annotator who gave
+it, oldest first; the chosen option comes back as its label value (the caller matches it
+with :func:`~quorum.live.humans.match_label`, like the file queue's rows). A task
 nobody answered within ``timeout`` seconds can be withdrawn (deleted, only while it has no
 annotation) so the router can plan it again. The project itself is the record of what was
 pushed: a restarted process lists it and never pushes an item twice.
@@ -36,7 +38,6 @@ import httpx
 from quorum.data.schema import TaskType
 from quorum.errors import ConfigError, QuorumError
 from quorum.live.humans import HumanAnswer, HumanQueue, HumanTask
-from quorum.live.parsing import LabelParser
 
 log = logging.getLogger("quorum.live")
 
@@ -225,7 +226,8 @@ class LabelStudioClient:
 # -- the queue ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class LabelStudioAnswer(HumanAnswer):
-    """A submitted annotation; ``by`` is the annotator's e-mail."""
+    """A submitted annotation; ``by`` is the annotator's e-mail, ``raw`` the chosen option's
+    label value (or the text given: a summary, or a value typed through the API)."""
 
     task_id: int = 0
     annotation_id: int = 0
@@ -258,13 +260,13 @@ class LabelStudioHumanQueue(HumanQueue):
         :func:`label_config`.
     task_type : classification, multiple choice or summarization.
     labels : the task's labels (an answer's option index maps to ``labels[index]``).
-    parser : turns other answers (a label or its name typed through the API) into labels.
     instructions : whether tasks carry instructions (a header on the page).
     predictions : where LLM answers come from, shown as pre-annotations (None: not shown).
     overlap : labels wanted per item, each from a different annotator.
     timeout : seconds a task may stay unanswered before :meth:`expired` lists it.
     project_id : use this project instead of looking it up by title.
     page_size : tasks per page when listing.
+    check_every : seconds between two reads of the answers while :meth:`wait` sleeps.
     """
 
     def __init__(
@@ -273,7 +275,6 @@ class LabelStudioHumanQueue(HumanQueue):
         project: str,
         task_type: TaskType,
         labels: list[str] | None = None,
-        parser: LabelParser | None = None,
         *,
         instructions: bool = True,
         predictions: PredictionSource | None = None,
@@ -282,18 +283,19 @@ class LabelStudioHumanQueue(HumanQueue):
         project_id: int | None = None,
         page_size: int = 500,
         description: str = "",
+        check_every: float = 2.0,
     ) -> None:
         self.client = client
         self.title = project_title(project)
         self.task_type = task_type
         self.labels = list(labels or [])
-        self.parser = parser
         self.instructions = instructions
         self.predictions = predictions
         self.overlap = overlap
         self.timeout = timeout
         self.page_size = page_size
         self.description = description
+        self.check_every = check_every
         self._project_id = project_id
         self.create = True  # False: never create the project (read-only uses like status)
         self._tasks: dict[str, _Task] = {}
@@ -302,13 +304,13 @@ class LabelStudioHumanQueue(HumanQueue):
         self._users: dict[int, str] = {}
         self._priority = 0
         self._listed = False
-        self._warned: set[tuple[int, str]] = set()
+        self._seen: frozenset | None = None  # what the last poll read (see wait)
 
     def __repr__(self) -> str:
         return f"LabelStudioHumanQueue(url={self.client.url!r}, project={self.title!r})"
 
     @classmethod
-    def from_config(cls, cfg: Any, parser: LabelParser | None) -> LabelStudioHumanQueue:
+    def from_config(cls, cfg: Any) -> LabelStudioHumanQueue:
         """The queue a project file asks for (``[humans] backend = "labelstudio"``)."""
         ls = cfg.humans.labelstudio
         token = os.environ.get(ls.token_env, "")
@@ -324,7 +326,6 @@ class LabelStudioHumanQueue(HumanQueue):
             ls.project or cfg.name,
             cfg.task.type,
             cfg.task.labels,
-            parser,
             instructions=bool(cfg.task.instructions),
             predictions=preds,
             overlap=ls.overlap,
@@ -393,8 +394,13 @@ class LabelStudioHumanQueue(HumanQueue):
         return f"{self.project_url}?task={task_id}"
 
     def links(self, item_ids: Iterable[str] | None = None) -> dict[str, str]:
-        """Label Studio links of the tasks of ``item_ids`` (default: every pushed task)."""
+        """Label Studio links of the tasks of ``item_ids`` (default: every pushed task). An
+        item not pushed by this queue is looked up again (another process may have pushed it)."""
         self._ensure_listed()
+        if item_ids is not None:
+            item_ids = list(item_ids)
+            if any(i not in self._tasks for i in item_ids):
+                self._list_tasks()
         ids = self._tasks if item_ids is None else [i for i in item_ids if i in self._tasks]
         return {i: self.task_url(self._tasks[i].task_id) for i in ids}
 
@@ -509,24 +515,58 @@ class LabelStudioHumanQueue(HumanQueue):
             out["score"] = p.score
         return out
 
-    def poll(self) -> dict[str, HumanAnswer]:
-        """The first valid answer of every answered item."""
-        return {i: a[0] for i, a in self.poll_all().items() if a}
+    def poll(self) -> list[HumanAnswer]:
+        """Every submitted (not skipped) annotation, oldest first; with ``overlap`` > 1 an
+        item has one per annotator. Pushes tasks a failed :meth:`submit` kept."""
+        out: list[HumanAnswer] = list(self._all())
+        return out
 
     def poll_all(self) -> dict[str, list[LabelStudioAnswer]]:
-        """Every valid submitted answer by item, oldest first (``overlap`` > 1 gives several)."""
+        """Every submitted answer by item, oldest first."""
+        out: dict[str, list[LabelStudioAnswer]] = {}
+        for a in self._all():
+            out.setdefault(a.item_id, []).append(a)
+        return out
+
+    def _all(self) -> list[LabelStudioAnswer]:
         self._flush()
         try:
-            self._read_answers()
+            got = self._read_answers()
         except LabelStudioError as exc:
             log.warning("Label Studio: could not read answers (%s); using the last ones", exc)
-        return {i: list(a) for i, a in self._answers.items()}
+        else:
+            self._merge(got)
+            self._seen = _signature(got)
+        return sorted(
+            (a for lst in self._answers.values() for a in lst),
+            key=lambda a: (a.submitted_at, a.annotation_id),
+        )
 
-    def _read_answers(self) -> None:
+    def wait(self, timeout: float) -> bool:
+        """Read the answers every ``check_every`` seconds until they differ from what the
+        last :meth:`poll` saw (True) or ``timeout`` seconds pass (False). Reads only: nothing
+        is pushed, withdrawn or remembered meanwhile."""
+        end = time.monotonic() + max(0.0, timeout)
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(self.check_every, left))
+            try:
+                now = _signature(self._read_answers(count=False))
+            except LabelStudioError as exc:
+                log.debug("Label Studio: cannot read answers while waiting (%s)", exc)
+                continue
+            if now != self._seen:
+                return True
+
+    def _read_answers(self, count: bool = True) -> list[LabelStudioAnswer]:
+        """Every submitted answer the project holds now (``count``: note each pushed task's
+        number of annotations, for :meth:`pending`)."""
         query = {"filters": {"conjunction": "and", "items": [
             {"filter": "filter:tasks:total_annotations", "operator": "greater",
              "type": "Number", "value": 0}]}}  # fmt: skip
-        answers: dict[str, list[LabelStudioAnswer]] = {}
+        answers: list[LabelStudioAnswer] = []
         for t in self._pages("all", query):
             data = t.get("data") or {}
             item_id = data.get(ITEM_KEY)
@@ -535,23 +575,28 @@ class LabelStudioHumanQueue(HumanQueue):
             item_id = str(item_id)
             opts = [unshown(str(o.get("value", ""))) for o in data.get("options") or []]
             known = self._tasks.get(item_id)
-            if known is not None and known.task_id == int(t["id"]):
+            if count and known is not None and known.task_id == int(t["id"]):
                 known.n_annotations = int(t.get("total_annotations") or 0)
             for a in t.get("annotations") or []:
                 if a.get("was_cancelled"):
                     continue
                 ans = self._answer(item_id, int(t["id"]), opts, a)
                 if ans is not None:
-                    answers.setdefault(item_id, []).append(ans)
-        for lst in answers.values():
-            lst.sort(key=lambda a: (a.submitted_at, a.annotation_id))
-        # answers are never forgotten (a withdrawn or deleted task keeps what it gave)
-        for item_id, lst in answers.items():
-            have = {a.annotation_id for a in self._answers.get(item_id, [])}
-            merged = self._answers.get(item_id, []) + [a for a in lst if a.annotation_id
-                                                        not in have]  # fmt: skip
-            self._answers[item_id] = sorted(merged, key=lambda a: (a.submitted_at,
-                                                                    a.annotation_id))  # fmt: skip
+                    answers.append(ans)
+        return answers
+
+    def _merge(self, got: list[LabelStudioAnswer]) -> None:
+        """Take the answers read now; an edited annotation replaces its earlier text, and
+        answers are never forgotten (a withdrawn or deleted task keeps what it gave)."""
+        fresh: dict[str, dict[int, LabelStudioAnswer]] = {}
+        for a in got:
+            fresh.setdefault(a.item_id, {})[a.annotation_id] = a
+        for item_id, by_id in fresh.items():
+            old = {a.annotation_id: a for a in self._answers.get(item_id, [])}
+            old.update(by_id)
+            self._answers[item_id] = sorted(
+                old.values(), key=lambda a: (a.submitted_at, a.annotation_id)
+            )
 
     def _answer(
         self, item_id: str, task_id: int, opts: list[str], a: dict[str, Any]
@@ -559,16 +604,9 @@ class LabelStudioHumanQueue(HumanQueue):
         raw = self._raw(a.get("result") or [])
         if raw is None:
             return None
-        label = self._label(raw, opts)
-        if label is None:
-            if (int(a["id"]), raw) not in self._warned:
-                self._warned.add((int(a["id"]), raw))
-                log.warning("Label Studio: task %s (item %s) has answer %r, which is not a "
-                            "label; ignored", task_id, item_id, raw)  # fmt: skip
-            return None
         return LabelStudioAnswer(
-            item_id, label, raw, self._who(a.get("completed_by")), task_id=task_id,
-            annotation_id=int(a["id"]), submitted_at=_ts(a.get("created_at")),
+            item_id, self._value(raw, opts), self._who(a.get("completed_by")), None,
+            task_id=task_id, annotation_id=int(a["id"]), submitted_at=_ts(a.get("created_at")),
             lead_time=a.get("lead_time"),
         )  # fmt: skip
 
@@ -586,15 +624,14 @@ class LabelStudioHumanQueue(HumanQueue):
                 return unshown(str(ch[0])).strip() if ch else None
         return None
 
-    def _label(self, raw: str, opts: list[str]) -> str | None:
+    def _value(self, raw: str, opts: list[str]) -> str:
+        """A chosen option's label value (known by its position, so never ambiguous); any
+        other answer as given."""
         if self.task_type is TaskType.summarization:
             return raw
         if raw in opts and opts.index(raw) < len(self.labels):
             return self.labels[opts.index(raw)]
-        if self.parser is None:
-            return raw if raw in self.labels else None
-        parsed = self.parser.parse(raw, opts or None)
-        return parsed.output if parsed.ok and parsed.output is not None else None
+        return raw
 
     def _who(self, completed_by: Any) -> str | None:
         if isinstance(completed_by, dict):
@@ -661,3 +698,8 @@ class LabelStudioHumanQueue(HumanQueue):
     def close(self) -> None:
         self._flush()
         self.client.close()
+
+
+def _signature(answers: list[LabelStudioAnswer]) -> frozenset:
+    """What :meth:`LabelStudioHumanQueue.wait` compares: who answered what, where."""
+    return frozenset((a.annotation_id, a.item_id, a.raw, a.by) for a in answers)

@@ -398,7 +398,7 @@ def _human_links(cfg: ProjectConfig, item_ids: list[str]) -> dict[str, str]:
     from quorum.live.labelstudio import LabelStudioError, LabelStudioHumanQueue
 
     try:
-        q = LabelStudioHumanQueue.from_config(cfg, None)
+        q = LabelStudioHumanQueue.from_config(cfg)
     except ConfigError as exc:
         log.warning("no Label Studio links: %s", exc)
         return {}
