@@ -124,7 +124,7 @@ def pareto_figure(run: BenchRun, setting: str, path: Path) -> Path | None:
     )
     fig.suptitle(f"Cost vs quality, {SETTINGS[setting].lower()} setting (mean over seeds)")
     fig.tight_layout(rect=(0, 0.06 if nr > 1 else 0.12, 1, 0.97))
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight")  # a legend wider than the axes is not cut
     plt.close(fig)
     return path
 
@@ -178,7 +178,7 @@ def budget_figure(run: BenchRun, setting: str, path: Path) -> Path | None:
     fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 8), frameon=False)
     fig.suptitle(f"Quality vs budget, {SETTINGS[setting].lower()} setting (mean ± std)")
     fig.tight_layout(rect=(0, 0.05 if nr > 1 else 0.12, 1, 0.97))
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight")  # a legend wider than the axes is not cut
     plt.close(fig)
     return path
 
