@@ -19,7 +19,7 @@ import pandas as pd
 
 from quorum.features.cache import PIPELINE_VERSION, FeatureCache, cache_key
 from quorum.features.context import FeatureScaler
-from quorum.features.embeddings import embedder_name, get_embedder
+from quorum.features.embeddings import get_embedder
 from quorum.features.linguistic import (
     LINGUISTIC_FEATURES,
     detect_language,
@@ -27,6 +27,7 @@ from quorum.features.linguistic import (
     normalise_language,
 )
 from quorum.features.neighbours import knn_query, knn_search
+from quorum.features.profiles import profile_embedder, profile_embedder_name, resolve_profile
 
 if TYPE_CHECKING:
     from quorum.data.schema import Dataset
@@ -58,6 +59,7 @@ class FeatureSet:
     languages: list[str] = field(default_factory=list)
     scaler: FeatureScaler | None = None
     timings: dict[str, Any] = field(default_factory=dict)
+    profile: str = "default"
 
     @property
     def n_items(self) -> int:
@@ -123,7 +125,10 @@ class FeatureExtractor:
     "ja", or one code per text); ``cache`` on/off and ``cache_dir`` (default
     ``$QUORUM_CACHE_DIR`` or ``~/.cache/quorum``); ``show_progress``; ``batch_size`` for
     spaCy and the embedder; ``lower``/``upper`` percentiles of the scaler; ``n_threads``
-    for faiss; ``n_process`` spaCy processes for the linguistic features of large inputs.
+    for faiss; ``n_process`` spaCy processes for the linguistic features of large inputs;
+    ``profile``: ``"default"``, ``"static"`` or ``"fast"`` (:mod:`quorum.features.profiles`;
+    None reads ``$QUORUM_FEATURE_PROFILE``); ``tag_sample_tokens``: tokens tagged by the full
+    spaCy pipeline to train the ``fast`` profile's tagger.
 
     After ``fit``/``fit_transform``: ``feature_set_``, ``scaler_``, ``embeddings_``,
     ``language_``, ``model_``.
@@ -141,6 +146,8 @@ class FeatureExtractor:
         upper: float = 99.0,
         n_threads: int = 2,
         n_process: int = 1,
+        profile: str | None = None,
+        tag_sample_tokens: int = 50_000,
     ) -> None:
         self.k = k
         self.language = language
@@ -152,6 +159,15 @@ class FeatureExtractor:
         self.upper = upper
         self.n_threads = n_threads
         self.n_process = n_process
+        self.profile = profile
+        self.tag_sample_tokens = tag_sample_tokens
+
+    def _linguistic(self, light: bool) -> Any:
+        if not light:
+            return linguistic_features
+        from quorum.features.fast_linguistic import LightLinguistic
+
+        return LightLinguistic(self.tag_sample_tokens)
 
     # -- language -----------------------------------------------------------
     def _languages(self, texts: list[str], language: str | Sequence[str] | None) -> list[str]:
@@ -177,11 +193,15 @@ class FeatureExtractor:
         langs = self._languages(texts, language)
         uniq = sorted(set(langs))
         lang_label = "+".join(uniq) if uniq else "en"
-        model = embedder_name(langs if langs else "en")
+        prof = resolve_profile(self.profile)
+        model = profile_embedder_name(prof, langs if langs else "en")
+        ling_fn = self._linguistic(prof.light)
+        # the default profile keeps its historical key (model name only)
+        key_model = model if not prof.light else f"{model}|{ling_fn.spec()}"
         timings: dict[str, Any] = dict.fromkeys(("linguistic", "embedding", "knn"), 0.0)
 
         store = FeatureCache(self.cache_dir) if self.cache else None
-        key = cache_key(texts, model=model, language=langs, k=self.k) if store else ""
+        key = cache_key(texts, model=key_model, language=langs, k=self.k) if store else ""
         hit = store.load(key, n=len(texts)) if store else None
         if hit is not None:
             ling, emb = hit["linguistic"], hit["embeddings"]
@@ -191,10 +211,11 @@ class FeatureExtractor:
             bars = _Bars(self.show_progress)
             t = time.perf_counter()
             with bars.task("linguistic features", len(texts)) as prog:
-                ling = linguistic_features(texts, langs, self.batch_size, prog, self.n_process)
+                ling = ling_fn(texts, langs, self.batch_size, prog, self.n_process)
             timings["linguistic"] = time.perf_counter() - t
             t = time.perf_counter()
-            embedder = get_embedder(langs if langs else "en")
+            lang_arg = langs if langs else "en"
+            embedder = profile_embedder(prof, lang_arg) if prof.static else get_embedder(lang_arg)
             with bars.task(f"embedding ({embedder.name})", len(texts)) as prog:
                 emb = embedder.encode(texts, batch_size=self.batch_size, progress=prog)
             timings["embedding"] = time.perf_counter() - t
@@ -205,6 +226,7 @@ class FeatureExtractor:
                 meta = {
                     "version": PIPELINE_VERSION,
                     "model": model,
+                    "profile": prof.name,
                     "k": self.k,
                     "language": lang_label,
                     "n": len(texts),
@@ -226,6 +248,9 @@ class FeatureExtractor:
         self.embeddings_ = emb
         self.language_ = langs
         self.model_ = model
+        self.profile_ = prof
+        self.linguistic_ = ling_fn
+        self.texts_ = texts
         self.feature_set_ = FeatureSet(
             raw=raw,
             phi=phi,
@@ -237,6 +262,7 @@ class FeatureExtractor:
             languages=langs,
             scaler=self.scaler_,
             timings=timings,
+            profile=prof.name,
         )
         return self.feature_set_
 
@@ -259,10 +285,16 @@ class FeatureExtractor:
         langs = self._languages(texts, language)
         timings: dict[str, Any] = {}
         t = time.perf_counter()
-        ling = linguistic_features(texts, langs, self.batch_size)
+        ling_fn = self.linguistic_
+        if self.profile_.light and not getattr(ling_fn, "taggers_", None):
+            ling_fn(self.texts_, self.language_, self.batch_size)  # fit the tagger (cache hit)
+        ling = ling_fn(texts, langs, self.batch_size)
         timings["linguistic"] = time.perf_counter() - t
         t = time.perf_counter()
-        embedder = get_embedder(self.language_ or "en")  # same space as the fitted items
+        # same space as the fitted items
+        lang_arg = self.language_ or "en"
+        prof = self.profile_
+        embedder = profile_embedder(prof, lang_arg) if prof.static else get_embedder(lang_arg)
         emb = embedder.encode(texts, batch_size=self.batch_size)
         timings["embedding"] = time.perf_counter() - t
         t = time.perf_counter()
@@ -284,6 +316,7 @@ class FeatureExtractor:
             languages=langs,
             scaler=self.scaler_,
             timings=timings,
+            profile=self.profile_.name,
         )
 
 
