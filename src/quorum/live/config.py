@@ -90,6 +90,10 @@ class AnnotatorConfig(BaseModel):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     seed: int | None = None
     params: dict[str, Any] = Field(default_factory=dict, description="extra litellm params")
+    client: Literal["auto", "litellm", "http"] = Field(
+        default="auto",
+        description="auto: a lean HTTP client for openai/NAME at an api_base, litellm otherwise",
+    )
     prompt: str | None = Field(default=None, description="template text or a .txt file path")
     confidence_prompt: str | None = None
     system_prompt: str | None = None
