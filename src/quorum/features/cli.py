@@ -32,6 +32,12 @@ def register(app: typer.Typer) -> None:
             help="feature profile: default, static or fast (see docs/performance.md); "
             "default: $QUORUM_FEATURE_PROFILE or 'default'",
         ),
+        engine: str | None = typer.Option(
+            None,
+            "--engine",
+            help="local or ray (a local Ray instance, or $RAY_ADDRESS); same numbers; "
+            "default: $QUORUM_ENGINE or 'local'",
+        ),
     ) -> None:
         """Compute the item features phi (6 linguistic + k kNN distances) and print a summary."""
         from quorum.data.loaders import load_dataset
@@ -39,7 +45,12 @@ def register(app: typer.Typer) -> None:
 
         ds = load_dataset(dataset)
         fs = extract_dataset_features(
-            ds, k=k, cache=not no_cache, show_progress=progress and not as_json, profile=profile
+            ds,
+            k=k,
+            cache=not no_cache,
+            show_progress=progress and not as_json,
+            profile=profile,
+            engine=engine,
         )
         summ = fs.summary()
         if as_json:

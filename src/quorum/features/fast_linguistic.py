@@ -222,42 +222,76 @@ def _lookup(table: np.ndarray, pos: np.ndarray) -> np.ndarray:
     return out
 
 
-def _spacy_light(
-    texts: list[str],
-    language: str,
-    batch_size: int,
-    progress: Progress | None,
-    sample_tokens: int,
-    tagger: HashedTagger | None,
-) -> tuple[np.ndarray, HashedTagger | None]:
+def _tokens(texts: list[str], language: str, batch_size: int) -> tuple[list, list[np.ndarray]]:
+    """spaCy tokeniser docs and their (n_tokens, 6) ``_ATTRS`` arrays."""
     from spacy import attrs
-    from spacy.parts_of_speech import IDS
 
     nlp = spacy_pipeline(language)
     ids = [getattr(attrs, a) for a in _ATTRS]
+    docs = list(nlp.tokenizer.pipe(texts, batch_size=max(batch_size, 256)))
+    return docs, [d.to_array(ids).astype(np.uint64).reshape(-1, len(ids)) for d in docs]
+
+
+def fit_sample(
+    texts: list[str],
+    lengths: np.ndarray,
+    language: str,
+    batch_size: int,
+    sample_tokens: int,
+    docs: list | None = None,
+) -> tuple[dict[int, np.ndarray], HashedTagger | None]:
+    """Tag the sample (:func:`_sample` of the texts' token counts) with the full spaCy
+    pipeline; train a :class:`HashedTagger` on it unless it holds every text.
+
+    Returns the full pipeline's POS ids of the sampled texts (by index) and the tagger.
+    """
+    from spacy import attrs
+
+    nlp = spacy_pipeline(language)
+    chosen = _sample(lengths, sample_tokens)
+    if docs is not None:
+        tagged = [docs[i] for i in chosen]
+    else:
+        tagged = list(nlp.tokenizer.pipe([texts[i] for i in chosen], batch_size=256))
+    ids = [getattr(attrs, a) for a in _ATTRS]
+    arrays = [d.to_array(ids).astype(np.uint64).reshape(-1, len(ids)) for d in tagged]
+    for _, proc in nlp.pipeline:
+        tagged = list(proc.pipe(tagged, batch_size=batch_size))
+    known = {
+        int(i): d.to_array([attrs.POS]).astype(np.uint64).reshape(-1)
+        for i, d in zip(chosen, tagged, strict=True)
+    }
+    tagger = None
+    if len(chosen) < len(texts):
+        tagger = HashedTagger().fit(arrays, [known[int(i)] for i in chosen])
+    return known, tagger
+
+
+def _light_group(
+    texts: list[str],
+    language: str,
+    arrays: list[np.ndarray],
+    known: dict[int, np.ndarray],
+    tagger: HashedTagger | None,
+    progress: Progress | None,
+) -> np.ndarray:
+    """The six features of one language's texts from their token arrays; POS ids from
+    ``known`` (index -> ids) where given, else from ``tagger``."""
+    from spacy.parts_of_speech import IDS
+
+    nlp = spacy_pipeline(language)
     n = len(texts)
     out = np.zeros((n, len(LINGUISTIC_FEATURES)), dtype=np.float64)
-    docs = list(nlp.tokenizer.pipe(texts, batch_size=max(batch_size, 256)))
-    arrays = [d.to_array(ids).astype(np.uint64).reshape(-1, len(ids)) for d in docs]
     lengths = np.array([len(a) for a in arrays], dtype=np.int64)
     if lengths.sum() == 0:
         if progress is not None:
             progress(n)
-        return out, tagger
-
-    pos: list[np.ndarray | None] = [None] * n
-    if tagger is None:
-        chosen = _sample(lengths, sample_tokens)
-        tagged = [docs[i] for i in chosen]
-        for _, proc in nlp.pipeline:
-            tagged = list(proc.pipe(tagged, batch_size=batch_size))
-        for i, d in zip(chosen, tagged, strict=True):
-            pos[i] = d.to_array([attrs.POS]).astype(np.uint64).reshape(-1)
-        if len(chosen) < n:
-            tagger = HashedTagger().fit([arrays[i] for i in chosen], [pos[i] for i in chosen])
+        return out
+    pos: list[np.ndarray | None] = [known.get(i) for i in range(n)]
     rest = [i for i in range(n) if pos[i] is None and lengths[i]]
     if rest:
-        assert tagger is not None
+        if tagger is None:
+            raise RuntimeError(f"no tagger fitted for {language!r}")
         guessed = tagger.predict_many([arrays[i] for i in rest])
         for i, p in zip(rest, guessed, strict=True):
             pos[i] = p
@@ -300,7 +334,25 @@ def _spacy_light(
         if n_content[i]:
             out[i, 4] = n_noun[i] / n_content[i]
             out[i, 5] = n_verb[i] / n_content[i]
-    return out, tagger
+    return out
+
+
+def _groups(langs: Sequence[str]) -> dict[str, list[int]]:
+    """Indices of the texts of each language, in order."""
+    groups: dict[str, list[int]] = {}
+    for i, lang in enumerate(langs):
+        groups.setdefault(lang, []).append(i)
+    return groups
+
+
+def token_counts(texts: Sequence[str], langs: Sequence[str], batch_size: int = 64) -> np.ndarray:
+    """spaCy tokens per text (0 for Japanese, which needs no sample)."""
+    out = np.zeros(len(texts), dtype=np.int64)
+    for lang, idx in _groups(langs).items():
+        if lang != "ja":
+            _, arrays = _tokens([str(texts[i]) for i in idx], lang, batch_size)
+            out[idx] = [len(a) for a in arrays]
+    return out
 
 
 class LightLinguistic:
@@ -334,20 +386,58 @@ class LightLinguistic:
             if len(langs) != n:
                 raise ValueError(f"got {len(langs)} languages for {n} texts")
         out = np.zeros((n, len(LINGUISTIC_FEATURES)), dtype=np.float64)
-        groups: dict[str, list[int]] = {}
-        for i, lang in enumerate(langs):
-            groups.setdefault(lang, []).append(i)
-        for lang, idx in groups.items():
+        for lang, idx in _groups(langs).items():
             sub = [texts[i] for i in idx]
             if lang == "ja":
                 out[idx] = _japanese_features(sub, progress)
                 continue
-            fitted = self.taggers_.get(lang)
-            out[idx], tagger = _spacy_light(
-                sub, lang, batch_size, progress, self.sample_tokens, fitted
-            )
-            if lang not in self.taggers_ and tagger is not None:
+            docs, arrays = _tokens(sub, lang, batch_size)
+            known: dict[int, np.ndarray] = {}
+            if lang not in self.taggers_:
+                lengths = np.array([len(a) for a in arrays], dtype=np.int64)
+                known, tagger = fit_sample(
+                    sub, lengths, lang, batch_size, self.sample_tokens, docs=docs
+                )
+                if tagger is not None:
+                    self.taggers_[lang] = tagger
+            out[idx] = _light_group(sub, lang, arrays, known, self.taggers_.get(lang), progress)
+        return out
+
+    def fit_lengths(
+        self, texts: Sequence[str], langs: Sequence[str], lengths: np.ndarray, batch_size: int = 64
+    ) -> dict[int, np.ndarray]:
+        """Fit the taggers from token counts computed elsewhere (the Ray engine): returns
+        the full pipeline's POS ids of the sampled texts, by index into ``texts``."""
+        known: dict[int, np.ndarray] = {}
+        for lang, idx in _groups(langs).items():
+            if lang == "ja" or lang in self.taggers_:
+                continue
+            sub = [str(texts[i]) for i in idx]
+            got, tagger = fit_sample(sub, lengths[idx], lang, batch_size, self.sample_tokens)
+            if tagger is not None:
                 self.taggers_[lang] = tagger
+            known.update({idx[j]: p for j, p in got.items()})
+        return known
+
+    def features(
+        self,
+        texts: Sequence[str],
+        langs: Sequence[str],
+        known: dict[int, np.ndarray],
+        batch_size: int = 64,
+    ) -> np.ndarray:
+        """The features of ``texts`` with fitted taggers and the sampled texts' POS ids
+        ``known`` (by index into ``texts``): one chunk of the Ray engine."""
+        texts = [str(t) for t in texts]
+        out = np.zeros((len(texts), len(LINGUISTIC_FEATURES)), dtype=np.float64)
+        for lang, idx in _groups(langs).items():
+            sub = [texts[i] for i in idx]
+            if lang == "ja":
+                out[idx] = _japanese_features(sub, None)
+                continue
+            _, arrays = _tokens(sub, lang, batch_size)
+            local = {j: known[i] for j, i in enumerate(idx) if i in known}
+            out[idx] = _light_group(sub, lang, arrays, local, self.taggers_.get(lang), None)
         return out
 
     def spec(self) -> dict[str, Any]:

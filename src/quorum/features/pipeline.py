@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from quorum.engine import resolve_engine
 from quorum.features.cache import PIPELINE_VERSION, FeatureCache, cache_key
 from quorum.features.context import FeatureScaler
 from quorum.features.embeddings import get_embedder
@@ -128,7 +129,9 @@ class FeatureExtractor:
     for faiss; ``n_process`` spaCy processes for the linguistic features of large inputs;
     ``profile``: ``"default"``, ``"static"`` or ``"fast"`` (:mod:`quorum.features.profiles`;
     None reads ``$QUORUM_FEATURE_PROFILE``); ``tag_sample_tokens``: tokens tagged by the full
-    spaCy pipeline to train the ``fast`` profile's tagger.
+    spaCy pipeline to train the ``fast`` profile's tagger; ``engine``: ``"local"`` or
+    ``"ray"`` (None reads ``$QUORUM_ENGINE``; :mod:`quorum.engine`), same numbers either way;
+    ``ray_address`` of a Ray cluster (None: ``$RAY_ADDRESS``, else a local instance).
 
     After ``fit``/``fit_transform``: ``feature_set_``, ``scaler_``, ``embeddings_``,
     ``language_``, ``model_``.
@@ -148,6 +151,8 @@ class FeatureExtractor:
         n_process: int = 1,
         profile: str | None = None,
         tag_sample_tokens: int = 50_000,
+        engine: str | None = None,
+        ray_address: str | None = None,
     ) -> None:
         self.k = k
         self.language = language
@@ -161,6 +166,37 @@ class FeatureExtractor:
         self.n_process = n_process
         self.profile = profile
         self.tag_sample_tokens = tag_sample_tokens
+        self.engine = engine
+        self.ray_address = ray_address
+
+    def _embedder(self, prof: Any, language: Any) -> Any:
+        return profile_embedder(prof, language) if prof.static else get_embedder(language)
+
+    def _on_ray(
+        self,
+        texts: list[str],
+        langs: list[str],
+        lang_arg: Any,
+        prof: Any,
+        ling_fn: Any,
+        timings: dict[str, Any],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Linguistic features and embeddings by Ray tasks (same numbers as here)."""
+        from quorum.engine import get_engine
+        from quorum.features.distributed import engine_embeddings, engine_linguistic
+
+        engine = get_engine("ray", address=self.ray_address)
+        parts = 2 * engine.workers()
+        t = time.perf_counter()
+        ling = engine_linguistic(engine, texts, langs, ling_fn, self.batch_size, parts)
+        timings["linguistic"] = time.perf_counter() - t
+        t = time.perf_counter()
+        embedder = self._embedder(prof, lang_arg)
+        emb = engine_embeddings(
+            engine, texts, lang_arg, prof.name, embedder, self.batch_size, parts
+        )
+        timings["embedding"] = time.perf_counter() - t
+        return ling, emb
 
     def _linguistic(self, light: bool) -> Any:
         if not light:
@@ -208,17 +244,20 @@ class FeatureExtractor:
             dist, nbr = hit["distances"], hit["neighbours"]
             timings["load"] = time.perf_counter() - t0
         else:
-            bars = _Bars(self.show_progress)
-            t = time.perf_counter()
-            with bars.task("linguistic features", len(texts)) as prog:
-                ling = ling_fn(texts, langs, self.batch_size, prog, self.n_process)
-            timings["linguistic"] = time.perf_counter() - t
-            t = time.perf_counter()
             lang_arg = langs if langs else "en"
-            embedder = profile_embedder(prof, lang_arg) if prof.static else get_embedder(lang_arg)
-            with bars.task(f"embedding ({embedder.name})", len(texts)) as prog:
-                emb = embedder.encode(texts, batch_size=self.batch_size, progress=prog)
-            timings["embedding"] = time.perf_counter() - t
+            if resolve_engine(self.engine) == "ray":
+                ling, emb = self._on_ray(texts, langs, lang_arg, prof, ling_fn, timings)
+            else:
+                bars = _Bars(self.show_progress)
+                t = time.perf_counter()
+                with bars.task("linguistic features", len(texts)) as prog:
+                    ling = ling_fn(texts, langs, self.batch_size, prog, self.n_process)
+                timings["linguistic"] = time.perf_counter() - t
+                t = time.perf_counter()
+                embedder = self._embedder(prof, lang_arg)
+                with bars.task(f"embedding ({embedder.name})", len(texts)) as prog:
+                    emb = embedder.encode(texts, batch_size=self.batch_size, progress=prog)
+                timings["embedding"] = time.perf_counter() - t
             t = time.perf_counter()
             dist, nbr = knn_search(emb, self.k, self.n_threads)
             timings["knn"] = time.perf_counter() - t

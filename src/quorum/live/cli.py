@@ -36,6 +36,11 @@ def register(app: typer.Typer) -> None:
             0.0, "--wait", help="seconds to wait for human answers before finishing"
         ),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
+        engine: str | None = typer.Option(
+            None,
+            "--engine",
+            help="local or ray: where LLM calls and features run (overrides the project's engine)",
+        ),
     ) -> None:
         """Label a project's items under its budget (resumes where a previous run stopped)."""
         from quorum.live.config import load_project
@@ -44,6 +49,10 @@ def register(app: typer.Typer) -> None:
         _setup_logging(quiet)
         try:
             cfg = load_project(project)
+            if engine is not None:
+                from quorum.engine import resolve_engine
+
+                cfg = cfg.model_copy(update={"engine": resolve_engine(engine)})
             s = annotate(cfg, wait=wait, quiet=quiet)
         except QuorumError as exc:
             _fail(exc)

@@ -171,6 +171,12 @@ class ProjectConfig(BaseModel):
     human_queue: str = "human_queue"
     features: Literal["auto", "full", "embeddings", "light"] = "auto"
     concurrency: int = Field(default=16, ge=1, le=4096, description="calls in flight at once")
+    engine: Literal["local", "ray"] = Field(
+        default="local", description="ray: LLM calls and features on Ray (same results)"
+    )
+    ray_address: str | None = Field(
+        default=None, description="Ray cluster address (None: $RAY_ADDRESS, else local Ray)"
+    )
     # set by the loader, not by the user
     root: Path = Field(default=Path("."), exclude=True)
     source_file: Path | None = Field(default=None, exclude=True)
@@ -228,7 +234,11 @@ class ProjectConfig(BaseModel):
 
     def fingerprint(self) -> str:
         """Hash of everything that changes routing (not secrets: the file holds none)."""
-        data = self.model_dump(mode="json")
+        # where calls run and which HTTP client makes them change no result: left out, so
+        # the hash of a project is the same on every engine (and as before these keys)
+        data = self.model_dump(mode="json", exclude={"engine", "ray_address"})
+        for a in data.get("annotators", []):
+            a.pop("client", None)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 

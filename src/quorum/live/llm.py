@@ -96,8 +96,12 @@ class LLMAnnotator(Annotator):
         items: Sequence[ItemView],
         redactor: Redactor,
         default_max_tokens: int,
+        engine: str = "local",
+        ray_address: str | None = None,
     ) -> None:
         self.cfg = cfg
+        self.engine = engine
+        self.ray_address = ray_address
         self.name = cfg.name
         self.model = cfg.model
         self.api_base = cfg.api_base
@@ -127,6 +131,7 @@ class LLMAnnotator(Annotator):
         )
         self._sem: asyncio.Semaphore | None = None
         self._bucket: TokenBucket | None = None
+        self._server_model = None
         self._direct = self._direct_client()
 
     def _direct_client(self) -> OpenAIHTTPClient | None:
@@ -142,7 +147,7 @@ class LLMAnnotator(Annotator):
                 "api_base (an OpenAI-compatible server); use client 'litellm' otherwise"
             )
         assert self.api_base is not None
-        self._server_model = name
+        self._server_model: str | None = name
         return OpenAIHTTPClient(self.api_base, self.api_key, self.cfg.timeout)
 
     # -- secrets -----------------------------------------------------------
@@ -221,6 +226,12 @@ class LLMAnnotator(Annotator):
 
     async def _try_once(self, req: Request) -> tuple[str | None, int | None, int | None]:
         """One HTTP try: (content, prompt tokens, completion tokens); raises on failure."""
+        if self.engine == "ray":
+            from quorum.live.ray_calls import call_pool
+
+            server = self._server_model if self._direct is not None else None
+            route = (self.model, self.api_base, self.api_key, self.cfg.timeout, server)
+            return await call_pool(self.ray_address).call(route, req.messages or [], req.params)
         if self._direct is not None:
             data = await self._direct.complete(self._server_model, req.messages or [], req.params)
             return reply_fields(data)
