@@ -129,3 +129,63 @@ def test_route_choice_and_status_classes(tmp_path, shared_data_dir):
     items = load_items(cfg)
     with pytest.raises(ConfigError, match="client 'http' needs"):
         LLMAnnotator(cfg.annotators[0], None, item_views(items), Redactor(), 16)  # type: ignore[arg-type]
+
+
+CHUNKED = (
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    b'3\r\n{"a\r\n5\r\n": 1}\r\n0\r\n\r\n'
+)
+
+
+def test_http11_chunked_close_reuse_and_timeout():
+    """Mechanics of the minimal HTTP/1.1 client against a raw asyncio server."""
+    import asyncio
+
+    from quorum.live.http11 import HTTP11Pool, HTTPError, _dechunk
+
+    assert _dechunk(b"4\r\nWiki\r\n5;x=1\r\npedia\r\n0\r\n\r\nNEXT") == (b"Wikipedia", b"NEXT")
+    assert _dechunk(b"4\r\nWik") == (None, b"")
+
+    seen = {"conns": 0, "reqs": 0}
+
+    async def handle(reader, writer):
+        seen["conns"] += 1
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            lines = head.split(b"\r\n")
+            n = int(
+                next(h for h in lines if h.lower().startswith(b"content-length")).split(b":")[1]
+            )
+            body = await reader.readexactly(n)
+            seen["reqs"] += 1
+            if body == b"slow":
+                await asyncio.sleep(1.0)
+            if body == b"chunked":
+                writer.write(CHUNKED)
+                await writer.drain()
+                writer.close()
+                return
+            writer.write(b"HTTP/1.1 429 Too Many\r\nRetry-After: 1\r\nContent-Length: 2\r\n\r\n{}")
+            await writer.drain()
+
+    async def main():
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        pool = HTTP11Pool(f"http://127.0.0.1:{port}/v1/x", {"X-A": "b"}, timeout=0.3)
+        for _ in range(3):  # one keep-alive connection serves all three
+            status, headers, body = await pool.post(b"{}")
+            assert (status, headers["retry-after"], body) == (429, "1", b"{}")
+        assert seen == {"conns": 1, "reqs": 3}
+        want = {"transfer-encoding": "chunked", "connection": "close"}
+        assert await pool.post(b"chunked") == (200, want, b'{"a": 1}')
+        assert await pool.post(b"{}") == (429, {"retry-after": "1", "content-length": "2"}, b"{}")
+        assert seen["conns"] == 2  # the closed connection was not reused
+        with pytest.raises(TimeoutError):
+            await pool.post(b"slow")
+        pool.close()
+        server.close()
+        closed = HTTP11Pool(f"http://127.0.0.1:{free_port()}/v1", {}, timeout=0.5)
+        with pytest.raises(HTTPError, match="cannot connect"):
+            await closed.post(b"{}")
+
+    asyncio.run(main())

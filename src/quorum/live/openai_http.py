@@ -5,7 +5,8 @@ objects, cost bookkeeping, logging hooks) on top of the OpenAI SDK's own work; a
 in flight on a small machine that, not the server, limits throughput. For the one route
 where litellm only forwards the request (an ``openai/`` model at a given ``api_base``), this
 client posts the same body litellm sends (``model`` without the ``openai/`` prefix,
-``messages``, the parameters) over one pooled aiohttp session and reads the JSON back.
+``messages``, the parameters) over pooled keep-alive connections and reads the JSON back:
+:mod:`quorum.live.http11` for ``http://`` servers, aiohttp for ``https://``.
 
 Errors become :class:`HTTPCallError` with the outcome names the ledger already uses
 (``429``, ``timeout``, ``connection``, ``500``, ``auth 401``...). Set ``client: litellm`` on
@@ -96,6 +97,28 @@ class OpenAIHTTPClient:
             self.headers["Authorization"] = f"Bearer {api_key}"
         self._session: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._pool: Any = None
+        self.plain = self.url.startswith("http://")
+
+    def _get_pool(self) -> Any:
+        from quorum.live.http11 import HTTP11Pool
+
+        loop = asyncio.get_running_loop()
+        if self._pool is None or self._loop is not loop:
+            self._loop = loop
+            self._pool = HTTP11Pool(self.url, self.headers, self.timeout)
+        return self._pool
+
+    async def _post_plain(self, body: bytes) -> tuple[int, Any, bytes]:
+        from quorum.live.http11 import HTTPError
+
+        try:
+            return await self._get_pool().post(body)
+        except TimeoutError as exc:
+            msg = f"Timeout: no reply within {self.timeout} s"
+            raise HTTPCallError(msg, "timeout", True) from exc
+        except (HTTPError, OSError) as exc:
+            raise HTTPCallError(f"Connection error: {exc}", "connection", True) from exc
 
     def _get_session(self) -> Any:
         import aiohttp
@@ -115,9 +138,26 @@ class OpenAIHTTPClient:
         self, model: str, messages: list[dict[str, str]], params: dict[str, Any]
     ) -> dict[str, Any]:
         """One try; the parsed JSON reply, or :class:`HTTPCallError`."""
-        import aiohttp
 
         body = json.dumps({"messages": messages, "model": model, **params}).encode()
+        if self.plain:
+            status, headers, raw = await self._post_plain(body)
+        else:
+            status, headers, raw = await self._post_aiohttp(body)
+        if status >= 400:
+            raise classify_status(status, raw, headers)
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            snippet = raw[:200].decode("utf-8", "replace")
+            raise HTTPCallError(f"invalid JSON reply: {snippet}", "bad reply", True) from exc
+        if not isinstance(data, dict):
+            raise HTTPCallError("reply is not a JSON object", "bad reply", True)
+        return data
+
+    async def _post_aiohttp(self, body: bytes) -> tuple[int, Any, bytes]:
+        import aiohttp
+
         session = self._get_session()
         try:
             async with session.post(self.url, data=body) as resp:
@@ -131,21 +171,14 @@ class OpenAIHTTPClient:
             raise HTTPCallError(f"Connection error: {exc}", "connection", True) from exc
         except OSError as exc:
             raise HTTPCallError(f"Connection error: {exc}", "connection", True) from exc
-        if status >= 400:
-            raise classify_status(status, raw, headers)
-        try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            snippet = raw[:200].decode("utf-8", "replace")
-            raise HTTPCallError(f"invalid JSON reply: {snippet}", "bad reply", True) from exc
-        if not isinstance(data, dict):
-            raise HTTPCallError("reply is not a JSON object", "bad reply", True)
-        return data
+        return status, headers, raw
 
     def close(self) -> None:
         """Close the session from any thread (a no-op when none was opened)."""
-        s, loop = self._session, self._loop
-        self._session = None
+        s, loop, pool = self._session, self._loop, self._pool
+        self._session = self._pool = None
+        if pool is not None and loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(pool.close)
         if s is None or s.closed or loop is None or loop.is_closed():
             return
         try:
