@@ -180,3 +180,18 @@ def test_fast_flesch_equals_textstat(shared_data_dir):
         texts = [*load_dataset(name).items["text"].tolist()[:400], *TEXTS]
         for t in texts:
             assert flesch_difficulty_fast(t, lang) == flesch_difficulty(t, lang), t
+
+
+def test_bench_run_keys_follow_the_profile(monkeypatch):
+    """A bench run under another feature profile is another run; default keys unchanged."""
+    from quorum.bench.plan import RunSpec
+    from quorum.bench.worker import group_key
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    base = RunSpec("ag-news", "random", "dollars", 0.5, 0)
+    assert "features_profile" not in base.payload()
+    key, group = base.key, group_key("ag-news", "gold")
+    monkeypatch.setenv(ENV_VAR, "fast")
+    fast = RunSpec("ag-news", "random", "dollars", 0.5, 0)
+    assert fast.payload()["features_profile"] == "fast"
+    assert fast.key != key and group_key("ag-news", "gold") != group
