@@ -4,7 +4,10 @@ Starts the fake OpenAI-compatible server (tests/live_servers/fake_openai.py) wit
 latency L, then sends N distinct requests through LiveSource.annotate_many (litellm, the
 ledger, rate limits and all) with C calls in flight, and reports the calls per second as a
 ratio of the concurrency-bound limit C / L. A raw aiohttp client on the same server gives
-the machine's own ceiling for comparison (server and client share the CPU).
+the machine's own ceiling for comparison (server and client share the CPU). Each row also
+gives the CPU seconds per call of this process (client) and of the server, which do not
+depend on how busy the machine is, and one row per HTTP client (``client: http``, the lean
+one, and ``client: litellm``) so that both are measured in the same run.
 
     .venv/bin/python scripts/bench_throughput.py --latency 0.2 --concurrency 8 32 64
 
@@ -45,7 +48,18 @@ def start_server(latency: float) -> tuple[subprocess.Popen, str]:
     return proc, f"http://127.0.0.1:{int(line.split()[1])}/v1"
 
 
-def write_project(folder: Path, api_base: str, n: int, conc: int, sync: str) -> Path:
+def server_cpu(proc: subprocess.Popen) -> float:
+    """CPU seconds (user + system) the server process has used so far (Linux)."""
+    try:
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+def write_project(
+    folder: Path, api_base: str, n: int, conc: int, sync: str, client: str = "auto"
+) -> Path:
     import yaml
 
     items = folder / "items.csv"
@@ -62,7 +76,7 @@ def write_project(folder: Path, api_base: str, n: int, conc: int, sync: str) -> 
         "human": None,
         "annotators": [
             {"name": "fake", "model": "openai/fake", "api_base": api_base, "price": 0.001,
-             "concurrency": conc, "timeout": 30},
+             "concurrency": conc, "timeout": 30, "client": client},
             {"name": "people", "kind": "human", "price": 1.0},
         ],
     }  # fmt: skip
@@ -71,7 +85,10 @@ def write_project(folder: Path, api_base: str, n: int, conc: int, sync: str) -> 
     return p
 
 
-def bench_live(api_base: str, n: int, conc: int, sync: str) -> float:
+def bench_live(
+    api_base: str, n: int, conc: int, sync: str, client: str = "auto", server=None
+) -> tuple[float, float, float]:
+    """(calls/s, client CPU s per call, server CPU s per call) of ``n`` calls."""
     from quorum.live.calls import Redactor
     from quorum.live.config import load_project
     from quorum.live.items import item_views, load_items
@@ -80,7 +97,7 @@ def bench_live(api_base: str, n: int, conc: int, sync: str) -> float:
     from quorum.live.source import LiveSource
 
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = load_project(write_project(Path(tmp), api_base, n + 1, conc, sync))
+        cfg = load_project(write_project(Path(tmp), api_base, n + 1, conc, sync, client))
         items = load_items(cfg)
         views = item_views(items)
         arms, human = build_arms(cfg, items, views, Redactor())
@@ -93,16 +110,20 @@ def bench_live(api_base: str, n: int, conc: int, sync: str) -> float:
         )  # fmt: skip
         try:
             src.annotate(str(n), "fake")  # warm-up: litellm client, connections
+            s0 = server_cpu(server) if server is not None else float("nan")
+            c0 = time.process_time()
             t = time.perf_counter()
             outs = src.annotate_many([(str(i), "fake") for i in range(n)])
             dt = time.perf_counter() - t
+            c1 = time.process_time()
+            s1 = server_cpu(server) if server is not None else float("nan")
             bad = [o for o in outs if o.status != "ok"]
             if bad:
                 raise RuntimeError(f"{len(bad)} calls failed, e.g. {bad[0]}")
         finally:
             src.close()
             ledger.close()
-    return n / dt
+    return n / dt, (c1 - c0) / n, (s1 - s0) / n
 
 
 async def _raw(api_base: str, n: int, conc: int) -> float:
@@ -130,6 +151,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--waves", type=int, default=10, help="requests per row = waves x C")
     ap.add_argument("--sync", choices=["normal", "full"], default="normal")
     ap.add_argument("--no-raw", action="store_true", help="skip the raw aiohttp baseline")
+    ap.add_argument(
+        "--clients", nargs="+", default=["http", "litellm"], help="annotator clients to measure"
+    )
     ap.add_argument("--json", type=Path, default=None, help="also write results here")
     args = ap.parse_args(argv)
 
@@ -139,13 +163,16 @@ def main(argv: list[str] | None = None) -> None:
         for c in args.concurrency:
             limit = c / args.latency
             n = args.waves * c
-            live = bench_live(api_base, n, c, args.sync)
             raw = None if args.no_raw else asyncio.run(_raw(api_base, n, c))
-            rows.append(
-                {"concurrency": c, "n": n, "latency_s": args.latency, "limit_per_s": limit,
-                 "quorum_per_s": live, "ratio": live / limit,
-                 "raw_client_per_s": raw, "raw_ratio": None if raw is None else raw / limit}
-            )  # fmt: skip
+            for client in args.clients:
+                live, cpu, srv = bench_live(api_base, n, c, args.sync, client, proc)
+                rows.append(
+                    {"concurrency": c, "client": client, "n": n, "latency_s": args.latency,
+                     "limit_per_s": limit, "quorum_per_s": live, "ratio": live / limit,
+                     "raw_client_per_s": raw, "raw_ratio": None if raw is None else raw / limit,
+                     "client_cpu_ms_per_call": 1e3 * cpu, "server_cpu_ms_per_call": 1e3 * srv,
+                     "loadavg_1min": os.getloadavg()[0]}
+                )  # fmt: skip
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -154,13 +181,18 @@ def main(argv: list[str] | None = None) -> None:
         f"# live throughput, {args.waves} x C calls per row, server latency {args.latency}s, "
         f"ledger sync={args.sync}, {os.cpu_count()} CPU(s), Python {platform.python_version()}"
     )
-    print("| concurrency C | limit C/L (calls/s) | QUORUM (calls/s) | ratio | raw aiohttp ratio |")
-    print("|---:|---:|---:|---:|---:|")
+    print(
+        "| concurrency C | client | limit C/L (calls/s) | QUORUM (calls/s) | ratio | "
+        "raw aiohttp ratio | client CPU ms/call | server CPU ms/call | load |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         raw = "-" if r["raw_ratio"] is None else f"{r['raw_ratio']:.2f}"
         print(
-            f"| {r['concurrency']} | {r['limit_per_s']:.0f} | {r['quorum_per_s']:.1f} | "
-            f"{r['ratio']:.2f} | {raw} |"
+            f"| {r['concurrency']} | {r['client']} | {r['limit_per_s']:.0f} | "
+            f"{r['quorum_per_s']:.1f} | {r['ratio']:.2f} | {raw} | "
+            f"{r['client_cpu_ms_per_call']:.2f} | {r['server_cpu_ms_per_call']:.2f} | "
+            f"{r['loadavg_1min']:.1f} |"
         )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))

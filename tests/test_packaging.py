@@ -18,7 +18,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "src" / "quorum"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 #: local helper modules of tests/ (imported as top-level names by the tests)
-TEST_LOCAL = {p.stem for p in Path(__file__).parent.glob("*.py")} | {"live_servers"}
+TEST_LOCAL = {
+    *(p.stem for p in Path(__file__).parent.glob("*.py")),
+    *(p.stem for p in (Path(__file__).parents[1] / "scripts").glob("*.py")),
+    "live_servers",
+}
+#: optional extras of the package itself (imported lazily by the features they enable)
+FEATURE_EXTRAS = ("fast", "ray")
 
 
 def _requirements(group: str | None = None) -> dict[str, Requirement]:
@@ -65,12 +71,16 @@ def _undeclared(folder: Path, declared: set[str], skip: set[str] = frozenset()) 
     return out
 
 
+def _extras() -> set[str]:
+    return set().union(*(_requirements(g) for g in FEATURE_EXTRAS))
+
+
 def test_src_imports_are_declared_dependencies():
-    assert _undeclared(PKG, set(_requirements())) == []
+    assert _undeclared(PKG, set(_requirements()) | _extras()) == []
 
 
 def test_test_imports_are_declared_in_the_test_extra():
-    declared = set(_requirements()) | set(_requirements("test"))
+    declared = set(_requirements()) | set(_requirements("test")) | _extras()
     for folder in ("tests", "scripts"):
         assert _undeclared(ROOT / folder, declared, skip=TEST_LOCAL) == [], folder
 

@@ -60,7 +60,7 @@ class RunSpec:
         return dict(self.params)
 
     def payload(self) -> dict[str, Any]:
-        return {
+        out = {
             "row": ROW_VERSION,
             "dataset": self.dataset,
             "fingerprint": dataset_fingerprint(self.dataset),
@@ -75,6 +75,12 @@ class RunSpec:
             "human": self.human,
             "trace": self.keep_trace,
         }
+        from quorum.features.profiles import resolve_profile
+
+        profile = resolve_profile().name  # $QUORUM_FEATURE_PROFILE; default keys unchanged
+        if profile != "default":
+            out["features_profile"] = profile
+        return out
 
     @property
     def key(self) -> str:

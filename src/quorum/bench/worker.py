@@ -60,7 +60,11 @@ def init_worker() -> None:
 
 
 def group_key(dataset: str, human: str) -> str:
-    return digest(["group", dataset, dataset_fingerprint(dataset), human, code_version("")])
+    from quorum.features.profiles import resolve_profile
+
+    parts = ["group", dataset, dataset_fingerprint(dataset), human, code_version("")]
+    profile = resolve_profile().name  # $QUORUM_FEATURE_PROFILE; default keys unchanged
+    return digest(parts if profile == "default" else [*parts, profile])
 
 
 @dataclass

@@ -26,6 +26,18 @@ def register(app: typer.Typer) -> None:
         progress: bool = typer.Option(
             True, "--progress/--no-progress", help="show a progress bar on a terminal"
         ),
+        profile: str | None = typer.Option(
+            None,
+            "--profile",
+            help="feature profile: default, static or fast (see docs/performance.md); "
+            "default: $QUORUM_FEATURE_PROFILE or 'default'",
+        ),
+        engine: str | None = typer.Option(
+            None,
+            "--engine",
+            help="local or ray (a local Ray instance, or $RAY_ADDRESS); same numbers; "
+            "default: $QUORUM_ENGINE or 'local'",
+        ),
     ) -> None:
         """Compute the item features phi (6 linguistic + k kNN distances) and print a summary."""
         from quorum.data.loaders import load_dataset
@@ -33,7 +45,12 @@ def register(app: typer.Typer) -> None:
 
         ds = load_dataset(dataset)
         fs = extract_dataset_features(
-            ds, k=k, cache=not no_cache, show_progress=progress and not as_json
+            ds,
+            k=k,
+            cache=not no_cache,
+            show_progress=progress and not as_json,
+            profile=profile,
+            engine=engine,
         )
         summ = fs.summary()
         if as_json:
@@ -42,6 +59,7 @@ def register(app: typer.Typer) -> None:
                 "n_items": fs.n_items,
                 "language": fs.language,
                 "model": fs.model,
+                "profile": fs.profile,
                 "k": k,
                 "features": {
                     name: {

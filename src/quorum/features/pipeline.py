@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from quorum.engine import resolve_engine
 from quorum.features.cache import PIPELINE_VERSION, FeatureCache, cache_key
 from quorum.features.context import FeatureScaler
 from quorum.features.linguistic import (
@@ -24,7 +25,8 @@ from quorum.features.linguistic import (
     normalise_language,
 )
 from quorum.features.neighbours import knn_query, knn_search
-from quorum.models.embedders import embedder_name, get_embedder
+from quorum.features.profiles import profile_embedder, profile_embedder_name, resolve_profile
+from quorum.models.embedders import get_embedder
 from quorum.progress import ProgressBar
 
 if TYPE_CHECKING:
@@ -57,6 +59,7 @@ class FeatureSet:
     languages: list[str] = field(default_factory=list)
     scaler: FeatureScaler | None = None
     timings: dict[str, Any] = field(default_factory=dict)
+    profile: str = "default"
 
     @property
     def n_items(self) -> int:
@@ -91,7 +94,12 @@ class FeatureExtractor:
     "ja", or one code per text); ``cache`` on/off and ``cache_dir`` (default
     ``$QUORUM_CACHE_DIR`` or ``~/.cache/quorum``); ``show_progress``; ``batch_size`` for
     spaCy and the embedder; ``lower``/``upper`` percentiles of the scaler; ``n_threads``
-    for faiss; ``n_process`` spaCy processes for the linguistic features of large inputs.
+    for faiss; ``n_process`` spaCy processes for the linguistic features of large inputs;
+    ``profile``: ``"default"``, ``"static"`` or ``"fast"`` (:mod:`quorum.features.profiles`;
+    None reads ``$QUORUM_FEATURE_PROFILE``); ``tag_sample_tokens``: tokens tagged by the full
+    spaCy pipeline to train the ``fast`` profile's tagger; ``engine``: ``"local"`` or
+    ``"ray"`` (None reads ``$QUORUM_ENGINE``; :mod:`quorum.engine`), same numbers either way;
+    ``ray_address`` of a Ray cluster (None: ``$RAY_ADDRESS``, else a local instance).
 
     After ``fit``/``fit_transform``: ``feature_set_``, ``scaler_``, ``embeddings_``,
     ``language_``, ``model_``.
@@ -109,6 +117,10 @@ class FeatureExtractor:
         upper: float = 99.0,
         n_threads: int = 2,
         n_process: int = 1,
+        profile: str | None = None,
+        tag_sample_tokens: int = 50_000,
+        engine: str | None = None,
+        ray_address: str | None = None,
     ) -> None:
         self.k = k
         self.language = language
@@ -120,6 +132,46 @@ class FeatureExtractor:
         self.upper = upper
         self.n_threads = n_threads
         self.n_process = n_process
+        self.profile = profile
+        self.tag_sample_tokens = tag_sample_tokens
+        self.engine = engine
+        self.ray_address = ray_address
+
+    def _embedder(self, prof: Any, language: Any) -> Any:
+        return profile_embedder(prof, language) if prof.static else get_embedder(language)
+
+    def _on_ray(
+        self,
+        texts: list[str],
+        langs: list[str],
+        lang_arg: Any,
+        prof: Any,
+        ling_fn: Any,
+        timings: dict[str, Any],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Linguistic features and embeddings by Ray tasks (same numbers as here)."""
+        from quorum.engine import get_engine
+        from quorum.features.distributed import engine_embeddings, engine_linguistic
+
+        engine = get_engine("ray", address=self.ray_address)
+        parts = 2 * engine.workers()
+        t = time.perf_counter()
+        ling = engine_linguistic(engine, texts, langs, ling_fn, self.batch_size, parts)
+        timings["linguistic"] = time.perf_counter() - t
+        t = time.perf_counter()
+        embedder = self._embedder(prof, lang_arg)
+        emb = engine_embeddings(
+            engine, texts, lang_arg, prof.name, embedder, self.batch_size, parts
+        )
+        timings["embedding"] = time.perf_counter() - t
+        return ling, emb
+
+    def _linguistic(self, light: bool) -> Any:
+        if not light:
+            return linguistic_features
+        from quorum.features.fast_linguistic import LightLinguistic
+
+        return LightLinguistic(self.tag_sample_tokens)
 
     # -- language -----------------------------------------------------------
     def _languages(self, texts: list[str], language: str | Sequence[str] | None) -> list[str]:
@@ -145,29 +197,37 @@ class FeatureExtractor:
         langs = self._languages(texts, language)
         uniq = sorted(set(langs))
         lang_label = "+".join(uniq) if uniq else "en"
-        model = embedder_name(langs if langs else "en")
+        prof = resolve_profile(self.profile)
+        model = profile_embedder_name(prof, langs if langs else "en")
+        ling_fn = self._linguistic(prof.light)
+        # the default profile keeps its historical key (model name only)
+        key_model = model if not prof.light else f"{model}|{ling_fn.spec()}"
         timings: dict[str, Any] = dict.fromkeys(("linguistic", "embedding", "knn"), 0.0)
 
         store = FeatureCache(self.cache_dir) if self.cache else None
-        key = cache_key(texts, model=model, language=langs, k=self.k) if store else ""
+        key = cache_key(texts, model=key_model, language=langs, k=self.k) if store else ""
         hit = store.load(key, n=len(texts)) if store else None
         if hit is not None:
             ling, emb = hit["linguistic"], hit["embeddings"]
             dist, nbr = hit["distances"], hit["neighbours"]
             timings["load"] = time.perf_counter() - t0
         else:
-            show = {"enabled": self.show_progress, "transient": True}
-            t = time.perf_counter()
-            with ProgressBar(len(texts), "linguistic features", **show) as bar:
-                ling = linguistic_features(
-                    texts, langs, self.batch_size, _callback(bar), self.n_process
-                )
-            timings["linguistic"] = time.perf_counter() - t
-            t = time.perf_counter()
-            embedder = get_embedder(langs if langs else "en")
-            with ProgressBar(len(texts), f"embedding ({embedder.name})", **show) as bar:
-                emb = embedder.encode(texts, batch_size=self.batch_size, progress=_callback(bar))
-            timings["embedding"] = time.perf_counter() - t
+            lang_arg = langs if langs else "en"
+            if resolve_engine(self.engine) == "ray":
+                ling, emb = self._on_ray(texts, langs, lang_arg, prof, ling_fn, timings)
+            else:
+                show = {"enabled": self.show_progress, "transient": True}
+                t = time.perf_counter()
+                with ProgressBar(len(texts), "linguistic features", **show) as bar:
+                    ling = ling_fn(texts, langs, self.batch_size, _callback(bar), self.n_process)
+                timings["linguistic"] = time.perf_counter() - t
+                t = time.perf_counter()
+                embedder = self._embedder(prof, lang_arg)
+                with ProgressBar(len(texts), f"embedding ({embedder.name})", **show) as bar:
+                    emb = embedder.encode(
+                        texts, batch_size=self.batch_size, progress=_callback(bar)
+                    )
+                timings["embedding"] = time.perf_counter() - t
             t = time.perf_counter()
             dist, nbr = knn_search(emb, self.k, self.n_threads)
             timings["knn"] = time.perf_counter() - t
@@ -175,6 +235,7 @@ class FeatureExtractor:
                 meta = {
                     "version": PIPELINE_VERSION,
                     "model": model,
+                    "profile": prof.name,
                     "k": self.k,
                     "language": lang_label,
                     "n": len(texts),
@@ -196,6 +257,9 @@ class FeatureExtractor:
         self.embeddings_ = emb
         self.language_ = langs
         self.model_ = model
+        self.profile_ = prof
+        self.linguistic_ = ling_fn
+        self.texts_ = texts
         self.feature_set_ = FeatureSet(
             raw=raw,
             phi=phi,
@@ -207,6 +271,7 @@ class FeatureExtractor:
             languages=langs,
             scaler=self.scaler_,
             timings=timings,
+            profile=prof.name,
         )
         return self.feature_set_
 
@@ -229,10 +294,16 @@ class FeatureExtractor:
         langs = self._languages(texts, language)
         timings: dict[str, Any] = {}
         t = time.perf_counter()
-        ling = linguistic_features(texts, langs, self.batch_size)
+        ling_fn = self.linguistic_
+        if self.profile_.light and not getattr(ling_fn, "taggers_", None):
+            ling_fn(self.texts_, self.language_, self.batch_size)  # fit the tagger (cache hit)
+        ling = ling_fn(texts, langs, self.batch_size)
         timings["linguistic"] = time.perf_counter() - t
         t = time.perf_counter()
-        embedder = get_embedder(self.language_ or "en")  # same space as the fitted items
+        # same space as the fitted items
+        lang_arg = self.language_ or "en"
+        prof = self.profile_
+        embedder = profile_embedder(prof, lang_arg) if prof.static else get_embedder(lang_arg)
         emb = embedder.encode(texts, batch_size=self.batch_size)
         timings["embedding"] = time.perf_counter() - t
         t = time.perf_counter()
@@ -254,6 +325,7 @@ class FeatureExtractor:
             languages=langs,
             scaler=self.scaler_,
             timings=timings,
+            profile=self.profile_.name,
         )
 
 

@@ -53,6 +53,11 @@ def register(app: typer.Typer) -> None:
             0.0, "--wait", help="at most this many seconds (in all) of waiting for human answers"
         ),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
+        engine: str | None = typer.Option(
+            None,
+            "--engine",
+            help="local or ray: where LLM calls and features run (overrides the project's engine)",
+        ),
     ) -> None:
         """Label a project's items under its budget (resumes where a previous run stopped)."""
         from quorum.live.config import load_project
@@ -63,6 +68,10 @@ def register(app: typer.Typer) -> None:
             _fail(QuorumError(f"--wait must be 0 or more seconds, got {wait:g}"))
         try:
             cfg = load_project(project)
+            if engine is not None:
+                from quorum.engine import resolve_engine
+
+                cfg = cfg.model_copy(update={"engine": resolve_engine(engine)})
             s = annotate(cfg, wait=wait, quiet=quiet)
         except (QuorumError, OSError) as exc:
             _fail(exc)

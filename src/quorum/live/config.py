@@ -113,6 +113,10 @@ class AnnotatorConfig(BaseModel):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     seed: int | None = None
     params: dict[str, Any] = Field(default_factory=dict, description="extra litellm params")
+    client: Literal["auto", "litellm", "http"] = Field(
+        default="auto",
+        description="auto: a lean HTTP client for openai/NAME at an api_base, litellm otherwise",
+    )
     prompt: str | None = Field(default=None, description="template text or a .txt file path")
     confidence_prompt: str | None = None
     system_prompt: str | None = None
@@ -227,6 +231,12 @@ class ProjectConfig(BaseModel):
     humans: HumansConfig = Field(default_factory=HumansConfig)
     features: Literal["auto", "full", "embeddings", "light"] = "auto"
     concurrency: int = Field(default=16, ge=1, le=4096, description="calls in flight at once")
+    engine: Literal["local", "ray"] = Field(
+        default="local", description="ray: LLM calls and features on Ray (same results)"
+    )
+    ray_address: str | None = Field(
+        default=None, description="Ray cluster address (None: $RAY_ADDRESS, else local Ray)"
+    )
     # set by the loader, not by the user
     root: Path = Field(default=Path("."), exclude=True)
     source_file: Path | None = Field(default=None, exclude=True)
@@ -284,7 +294,11 @@ class ProjectConfig(BaseModel):
 
     def fingerprint(self) -> str:
         """Hash of everything that changes routing (not secrets: the file holds none)."""
-        data = self.model_dump(mode="json")
+        # where calls run and which HTTP client makes them change no result: left out, so
+        # the hash of a project is the same on every engine (and as before these keys)
+        data = self.model_dump(mode="json", exclude={"engine", "ray_address"})
+        for a in data.get("annotators", []):
+            a.pop("client", None)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 

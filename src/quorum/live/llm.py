@@ -32,6 +32,7 @@ from quorum.live.calls import (
     request_key,
 )
 from quorum.live.config import AnnotatorConfig
+from quorum.live.openai_http import HTTPCallError, OpenAIHTTPClient, direct_model, reply_fields
 from quorum.live.prompts import ItemView, PromptBuilder
 
 log = logging.getLogger("quorum.live")
@@ -95,8 +96,12 @@ class LLMAnnotator(Annotator):
         items: Sequence[ItemView],
         redactor: Redactor,
         default_max_tokens: int,
+        engine: str = "local",
+        ray_address: str | None = None,
     ) -> None:
         self.cfg = cfg
+        self.engine = engine
+        self.ray_address = ray_address
         self.name = cfg.name
         self.model = cfg.model
         self.api_base = cfg.api_base
@@ -126,6 +131,24 @@ class LLMAnnotator(Annotator):
         )
         self._sem: asyncio.Semaphore | None = None
         self._bucket: TokenBucket | None = None
+        self._server_model = None
+        self._direct = self._direct_client()
+
+    def _direct_client(self) -> OpenAIHTTPClient | None:
+        """The lean HTTP client for ``openai/NAME`` at an ``api_base`` (``client: auto`` or
+        ``http``), else None (litellm)."""
+        choice = getattr(self.cfg, "client", "auto")
+        name = direct_model(self.model, self.api_base)
+        if choice == "litellm" or (choice == "auto" and name is None):
+            return None
+        if name is None:
+            raise ConfigError(
+                f"annotator {self.name!r}: client 'http' needs an 'openai/NAME' model and an "
+                "api_base (an OpenAI-compatible server); use client 'litellm' otherwise"
+            )
+        assert self.api_base is not None
+        self._server_model: str | None = name
+        return OpenAIHTTPClient(self.api_base, self.api_key, self.cfg.timeout)
 
     # -- secrets -----------------------------------------------------------
     def _api_key(self) -> str | None:
@@ -214,8 +237,37 @@ class LLMAnnotator(Annotator):
                 self._bucket = TokenBucket(self.cfg.rate_limit)
         return self._sem, self._bucket
 
+    async def _try_once(self, req: Request) -> tuple[str | None, int | None, int | None]:
+        """One HTTP try: (content, prompt tokens, completion tokens); raises on failure."""
+        if self.engine == "ray":
+            from quorum.live.ray_calls import call_pool
+
+            server = self._server_model if self._direct is not None else None
+            route = (self.model, self.api_base, self.api_key, self.cfg.timeout, server)
+            return await call_pool(self.ray_address).call(route, req.messages or [], req.params)
+        if self._direct is not None:
+            data = await self._direct.complete(self._server_model, req.messages or [], req.params)
+            return reply_fields(data)
+        resp = await get_litellm().acompletion(
+            model=self.model,
+            messages=req.messages,
+            api_base=self.api_base,
+            api_key=self.api_key,
+            timeout=self.cfg.timeout,
+            num_retries=0,
+            max_retries=0,
+            **req.params,
+        )
+        try:
+            content = resp.choices[0].message.content
+        except (AttributeError, IndexError, KeyError):
+            content = None
+        usage = getattr(resp, "usage", None)
+        pt = getattr(usage, "prompt_tokens", None) if usage is not None else None
+        ct = getattr(usage, "completion_tokens", None) if usage is not None else None
+        return content, pt, ct
+
     async def call(self, req: Request, on_attempt: AttemptHook) -> Response:
-        lit = get_litellm()
         sem, bucket = self._limits()
         tries = self.cfg.max_retries + 1
         error = "not attempted"
@@ -231,20 +283,14 @@ class LLMAnnotator(Annotator):
             async with sem:
                 started, t0 = time.time(), time.monotonic()
                 try:
-                    resp = await lit.acompletion(
-                        model=self.model,
-                        messages=req.messages,
-                        api_base=self.api_base,
-                        api_key=self.api_key,
-                        timeout=self.cfg.timeout,
-                        num_retries=0,
-                        max_retries=0,
-                        **req.params,
-                    )
+                    reply = await self._try_once(req)
                 except Exception as exc:  # classified below; never propagates
                     latency = time.monotonic() - t0
                     outcome, retryable, fatal, wait = _classify(exc)
-                    error = self.redact(f"{type(exc).__name__}: {exc}")[:2000]
+                    if isinstance(exc, HTTPCallError):
+                        error = self.redact(str(exc))[:2000]
+                    else:
+                        error = self.redact(f"{type(exc).__name__}: {exc}")[:2000]
                     on_attempt(n, started, latency, outcome, error)
                     if not retryable or n == tries:
                         break
@@ -254,7 +300,7 @@ class LLMAnnotator(Annotator):
                 latency = time.monotonic() - t0
             on_attempt(n, started, latency, "ok", None)
             self.health.success()
-            return self._response(req, resp, latency, n, time.monotonic() - t_first)
+            return self._response(req, reply, latency, n, time.monotonic() - t_first)
         if self.health.failure(error, fatal=fatal):
             log.error(
                 "annotator %r (%s%s) %s (%d consecutive failed call(s)); removed from the "
@@ -275,14 +321,15 @@ class LLMAnnotator(Annotator):
             attempts=n,
         )
 
-    def _response(self, req: Request, resp, latency: float, n: int, total: float) -> Response:
-        try:
-            content = resp.choices[0].message.content
-        except (AttributeError, IndexError, KeyError):
-            content = None
-        usage = getattr(resp, "usage", None)
-        pt = getattr(usage, "prompt_tokens", None) if usage is not None else None
-        ct = getattr(usage, "completion_tokens", None) if usage is not None else None
+    def _response(
+        self,
+        req: Request,
+        reply: tuple[str | None, int | None, int | None],
+        latency: float,
+        n: int,
+        total: float,
+    ) -> Response:
+        content, pt, ct = reply
         token_cost = self.prices.cost(pt, ct) if pt is not None and ct is not None else None
         if self.cfg.price is not None:
             cost, source = float(self.cfg.price), "fixed price"
@@ -303,6 +350,10 @@ class LLMAnnotator(Annotator):
             latency=total,
             attempts=n,
         )
+
+    def close(self) -> None:
+        if self._direct is not None:
+            self._direct.close()
 
 
 def why_dead(outcome: str) -> str:
@@ -330,6 +381,8 @@ def why_dead(outcome: str) -> str:
 
 def _classify(exc: BaseException) -> tuple[str, bool, bool, float | None]:
     """(outcome, retryable, fatal for the endpoint, server-asked wait in seconds)."""
+    if isinstance(exc, HTTPCallError):
+        return exc.outcome, exc.retryable, exc.fatal, exc.wait
     lit = get_litellm()
     status = getattr(exc, "status_code", None)
     wait = _retry_after(exc)

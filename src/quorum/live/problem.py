@@ -70,7 +70,10 @@ def build_arms(
     max_tok = DEFAULT_MAX_TOKENS[cfg.task.type.value]
     for a in cfg.annotators:
         if a.kind == "llm":
-            arms[a.name] = LLMAnnotator(a, make_builder(cfg, a), views, redactor, max_tok)
+            arms[a.name] = LLMAnnotator(
+                a, make_builder(cfg, a), views, redactor, max_tok,
+                engine=cfg.engine, ray_address=cfg.ray_address,
+            )  # fmt: skip
         elif a.kind == "model":
             model: LocalModel
             if a.model == "zero-shot":
@@ -147,7 +150,10 @@ def compute_features(
             log.warning("features module unavailable (%s); using embeddings only", exc)
             mode = "embeddings"
         else:
-            fx = FeatureExtractor(show_progress=False, cache_dir=str(cache_dir))
+            fx = FeatureExtractor(
+                show_progress=False, cache_dir=str(cache_dir), engine=cfg.engine,
+                ray_address=cfg.ray_address,
+            )  # fmt: skip
             k = min(5, max(1, len(texts) - 1))
             fx.k = k
             fs = fx.fit_transform(texts, language=cfg.task.language)

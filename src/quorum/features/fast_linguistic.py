@@ -1,0 +1,444 @@
+"""The six linguistic features with a lighter spaCy pipeline: tokeniser + a distilled tagger.
+
+The default pipeline runs spaCy's tok2vec + tagger over every text, and that is most of its
+cost. Here every text only goes through spaCy's *tokeniser* (so word length, type-token
+ratio, sentence length and Flesch are exactly the default ones), and the part-of-speech
+tags behind ``noun_ratio`` and ``verb_ratio`` come from :class:`HashedTagger`, a linear
+model over hashed token features (word, its neighbours, shape, prefix, suffix) trained on
+the tags that the full spaCy pipeline gives a sample of the same texts:
+
+- the sample is drawn in a fixed pseudo-random order until it holds ``sample_tokens``
+  tokens, so its cost does not grow with the dataset; texts in the sample keep the full
+  pipeline's tags;
+- a dataset with fewer tokens than that is tagged by the full pipeline throughout, and then
+  every feature equals the default one.
+
+Measured agreement with the full tagger: ``scripts/bench_feature_profiles.py`` (in
+docs/performance.md). Japanese (fugashi) is already light and is computed as by default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from quorum.features.linguistic import (
+    _CONTENT_POS,
+    _HAS_WORD,
+    LINGUISTIC_FEATURES,
+    TEXTSTAT_LANG,
+    Progress,
+    _japanese_features,
+    count_sentences,
+    normalise_language,
+    spacy_pipeline,
+)
+
+#: spaCy token attributes read for each token, in this column order
+_ATTRS = ("ORTH", "LOWER", "LENGTH", "SHAPE", "PREFIX", "SUFFIX")
+_ORTH, _LOWER, _LENGTH, _SHAPE, _PREFIX, _SUFFIX = range(6)
+
+
+class HashedTagger:
+    """Linear part-of-speech tagger over hashed token features (sklearn ``SGDClassifier``).
+
+    Features of token i: lower-cased form of tokens i-1, i, i+1; shape, prefix and suffix of
+    token i; suffix of token i-1. Each is hashed into ``n_buckets`` one-hot columns.
+    ``epochs`` passes of hinge-loss SGD with L2 penalty ``alpha``; ``seed`` fixes the
+    shuffling, so the same tokens give the same tagger.
+    """
+
+    def __init__(
+        self, n_buckets: int = 2**18, epochs: int = 10, alpha: float = 1e-5, seed: int = 0
+    ) -> None:
+        self.n_buckets = n_buckets
+        self.epochs = epochs
+        self.alpha = alpha
+        self.seed = seed
+
+    def _hashed(self, arr: np.ndarray) -> np.ndarray:
+        """(n_tokens, 7) bucket indices of one document's tokens (``arr`` as ``_ATTRS``)."""
+        a = arr.astype(np.uint64, copy=False)
+
+        def shift(col: np.ndarray, by: int) -> np.ndarray:
+            """col moved ``by`` places (positive: the token before), zero-padded."""
+            z = np.zeros(abs(by), dtype=np.uint64)
+            if len(col) <= abs(by):
+                return np.zeros(len(col), dtype=np.uint64)
+            return np.concatenate([z, col[:-by]]) if by > 0 else np.concatenate([col[-by:], z])
+
+        lower, shape, suffix = a[:, _LOWER], a[:, _SHAPE], a[:, _SUFFIX]
+        cols = (
+            a[:, _ORTH],
+            lower,
+            shift(lower, 1),
+            shift(lower, -1),
+            shift(lower, 2),
+            shift(lower, -2),
+            shape,
+            shift(shape, 1),
+            shift(shape, -1),
+            a[:, _PREFIX],
+            suffix,
+            shift(suffix, 1),
+            shift(suffix, -1),
+        )
+        out = np.empty((len(a), len(cols)), dtype=np.int64)
+        b = np.uint64(self.n_buckets)
+        with np.errstate(over="ignore"):
+            for j, c in enumerate(cols):
+                out[:, j] = ((c * np.uint64(2 * j + 1_000_003)) + np.uint64(j)) % b
+        return out
+
+    def fit(self, arrays: Sequence[np.ndarray], tags: Sequence[np.ndarray]) -> HashedTagger:
+        """Learn from documents' token arrays and their POS ids (one array per document)."""
+        import scipy.sparse as sp
+        from sklearn.linear_model import SGDClassifier
+
+        feats = np.concatenate([self._hashed(a) for a in arrays if len(a)])
+        y = np.concatenate([t for a, t in zip(arrays, tags, strict=True) if len(a)])
+        classes = np.unique(y)
+        if len(classes) < 2:  # nothing to learn: always the one tag seen
+            self.classes_ = classes.astype(np.uint64)
+            self.weights_ = np.zeros((self.n_buckets, 1), dtype=np.float32)
+            self.bias_ = np.zeros(1, dtype=np.float32)
+            return self
+        rows = np.repeat(np.arange(len(feats)), feats.shape[1])
+        x = sp.csr_matrix(
+            (np.ones(feats.size, dtype=np.float64), (rows, feats.ravel())),
+            shape=(len(feats), self.n_buckets),
+        )
+        clf = SGDClassifier(
+            loss="hinge", alpha=self.alpha, max_iter=self.epochs, tol=None,
+            random_state=self.seed,
+        )  # fmt: skip
+        clf.fit(x, y.astype(np.int64))
+        self.classes_ = clf.classes_.astype(np.uint64)
+        self.weights_ = np.ascontiguousarray(clf.coef_.T, dtype=np.float32)
+        self.bias_ = clf.intercept_.astype(np.float32)
+        return self
+
+    def predict(self, arr: np.ndarray) -> np.ndarray:
+        """POS ids (uint64, spaCy's ``POS`` values) of one document's tokens."""
+        return self.predict_many([arr])[0]
+
+    def predict_many(self, arrays: Sequence[np.ndarray], chunk: int = 200_000) -> list[np.ndarray]:
+        """:meth:`predict` of many documents, scored ``chunk`` tokens at a time."""
+        lengths = [len(a) for a in arrays]
+        if not sum(lengths):
+            return [np.zeros(0, dtype=np.uint64) for _ in arrays]
+        feats = np.concatenate([self._hashed(a) for a in arrays if len(a)])
+        tags = np.empty(len(feats), dtype=np.uint64)
+        for s in range(0, len(feats), chunk):
+            part = feats[s : s + chunk]
+            scores = np.broadcast_to(self.bias_, (len(part), len(self.bias_))).copy()
+            for j in range(part.shape[1]):
+                scores += self.weights_[part[:, j]]
+            tags[s : s + chunk] = self.classes_[np.argmax(scores, axis=1)]
+        return np.split(tags, np.cumsum(lengths)[:-1])
+
+
+def _sample(lengths: np.ndarray, sample_tokens: int, seed: int = 0) -> np.ndarray:
+    """Indices of the texts tagged by the full pipeline: a fixed pseudo-random order, cut
+    once the tokens reach ``sample_tokens`` (all texts when they hold fewer)."""
+    if lengths.sum() <= sample_tokens:
+        return np.arange(len(lengths))
+    order = np.random.default_rng(seed).permutation(len(lengths))
+    cum = np.cumsum(lengths[order])
+    stop = int(np.searchsorted(cum, sample_tokens)) + 1
+    return np.sort(order[:stop])
+
+
+class _Syllables:
+    """textstat 0.7.8's syllable count of one lower-cased word (CMU dictionary, else Pyphen),
+    memoised per word: :func:`flesch_difficulty_fast` gives the same numbers as textstat's
+    ``flesch_reading_ease`` without counting a frequent word twice."""
+
+    def __init__(self, lang: str) -> None:
+        from textstat.backend.utils import get_cmudict, get_pyphen
+
+        self.cmu = get_cmudict(lang)
+        self.pyphen = get_pyphen(lang)
+        self.memo: dict[str, int] = {}
+
+    def __call__(self, word: str) -> int:
+        n = self.memo.get(word)
+        if n is None:
+            try:
+                n = sum(1 for p in self.cmu[word][0] if p[-1].isdigit())  # type: ignore[index]
+            except (TypeError, IndexError, KeyError):
+                n = len(self.pyphen.positions(word)) + 1
+            self.memo[word] = n
+        return n
+
+
+_SYLLABLES: dict[str, _Syllables] = {}
+
+
+def flesch_difficulty_fast(text: str, language: str = "en") -> float:
+    """:func:`~quorum.features.linguistic.flesch_difficulty`, same value, syllables memoised."""
+    from textstat.backend.metrics import words_per_sentence
+    from textstat.backend.selections import list_words
+    from textstat.backend.utils import get_lang_cfg, get_lang_root
+
+    lang = normalise_language(language)
+    if lang == "ja":
+        return float("nan")
+    if not _HAS_WORD.search(text):
+        return 0.0
+    tlang = TEXTSTAT_LANG[lang]
+    count = _SYLLABLES.get(tlang)
+    if count is None:
+        count = _SYLLABLES[tlang] = _Syllables(tlang)
+    sentence_length = words_per_sentence(text)
+    words = list_words(text, lowercase=True)
+    syllables = sum(count(w) for w in words) / len(words) if words else 0.0
+    if sentence_length == 0 or syllables == 0:
+        fre = 0.0
+    else:
+        root = get_lang_root(tlang)
+        fre = (
+            get_lang_cfg(root, "fre_base")
+            - get_lang_cfg(root, "fre_sentence_length") * sentence_length
+            - get_lang_cfg(root, "fre_syll_per_word") * syllables
+        )
+    return 1.0 - min(max(fre, 0.0), 100.0) / 100.0
+
+
+def _table(ids: list[int]) -> np.ndarray:
+    """A boolean lookup table over POS ids (spaCy's are small integers)."""
+    t = np.zeros(max(ids) + 1, dtype=bool)
+    t[ids] = True
+    return t
+
+
+def _lookup(table: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    p = pos.astype(np.int64)
+    out = np.zeros(len(p), dtype=bool)
+    ok = p < len(table)
+    out[ok] = table[p[ok]]
+    return out
+
+
+def _tokens(texts: list[str], language: str, batch_size: int) -> tuple[list, list[np.ndarray]]:
+    """spaCy tokeniser docs and their (n_tokens, 6) ``_ATTRS`` arrays."""
+    from spacy import attrs
+
+    nlp = spacy_pipeline(language)
+    ids = [getattr(attrs, a) for a in _ATTRS]
+    docs = list(nlp.tokenizer.pipe(texts, batch_size=max(batch_size, 256)))
+    return docs, [d.to_array(ids).astype(np.uint64).reshape(-1, len(ids)) for d in docs]
+
+
+def fit_sample(
+    texts: list[str],
+    lengths: np.ndarray,
+    language: str,
+    batch_size: int,
+    sample_tokens: int,
+    docs: list | None = None,
+) -> tuple[dict[int, np.ndarray], HashedTagger | None]:
+    """Tag the sample (:func:`_sample` of the texts' token counts) with the full spaCy
+    pipeline; train a :class:`HashedTagger` on it unless it holds every text.
+
+    Returns the full pipeline's POS ids of the sampled texts (by index) and the tagger.
+    """
+    from spacy import attrs
+
+    nlp = spacy_pipeline(language)
+    chosen = _sample(lengths, sample_tokens)
+    if docs is not None:
+        tagged = [docs[i] for i in chosen]
+    else:
+        tagged = list(nlp.tokenizer.pipe([texts[i] for i in chosen], batch_size=256))
+    ids = [getattr(attrs, a) for a in _ATTRS]
+    arrays = [d.to_array(ids).astype(np.uint64).reshape(-1, len(ids)) for d in tagged]
+    for _, proc in nlp.pipeline:
+        tagged = list(proc.pipe(tagged, batch_size=batch_size))
+    known = {
+        int(i): d.to_array([attrs.POS]).astype(np.uint64).reshape(-1)
+        for i, d in zip(chosen, tagged, strict=True)
+    }
+    tagger = None
+    if len(chosen) < len(texts):
+        tagger = HashedTagger().fit(arrays, [known[int(i)] for i in chosen])
+    return known, tagger
+
+
+def _light_group(
+    texts: list[str],
+    language: str,
+    arrays: list[np.ndarray],
+    known: dict[int, np.ndarray],
+    tagger: HashedTagger | None,
+    progress: Progress | None,
+) -> np.ndarray:
+    """The six features of one language's texts from their token arrays; POS ids from
+    ``known`` (index -> ids) where given, else from ``tagger``."""
+    from spacy.parts_of_speech import IDS
+
+    nlp = spacy_pipeline(language)
+    n = len(texts)
+    out = np.zeros((n, len(LINGUISTIC_FEATURES)), dtype=np.float64)
+    lengths = np.array([len(a) for a in arrays], dtype=np.int64)
+    if lengths.sum() == 0:
+        if progress is not None:
+            progress(n)
+        return out
+    pos: list[np.ndarray | None] = [known.get(i) for i in range(n)]
+    rest = [i for i in range(n) if pos[i] is None and lengths[i]]
+    if rest:
+        if tagger is None:
+            raise RuntimeError(f"no tagger fitted for {language!r}")
+        guessed = tagger.predict_many([arrays[i] for i in rest])
+        for i, p in zip(rest, guessed, strict=True):
+            pos[i] = p
+
+    # every token of every text at once; ``doc`` is the text each token belongs to
+    tok = np.concatenate(arrays)
+    doc = np.repeat(np.arange(n), lengths)
+    tags = np.concatenate([p if p is not None else np.zeros(0, np.uint64) for p in pos])
+    strings = nlp.vocab.strings
+    uniq, inv = np.unique(tok[:, _ORTH], return_inverse=True)
+    is_word = np.array([bool(_HAS_WORD.search(strings[int(o)])) for o in uniq], dtype=bool)
+    words = is_word[inv.reshape(-1)]
+    n_words = np.bincount(doc, weights=words, minlength=n)
+    chars = np.bincount(doc, weights=np.where(words, tok[:, _LENGTH], 0), minlength=n)
+    # distinct lower-cased words per text: sort (text, form) pairs, count the changes
+    wd, wl = doc[words], tok[words, _LOWER]
+    order = np.lexsort((wl, wd))
+    wd, wl = wd[order], wl[order]
+    first = np.ones(len(wd), dtype=bool)
+    first[1:] = (wd[1:] != wd[:-1]) | (wl[1:] != wl[:-1])
+    types = np.bincount(wd[first], minlength=n)
+    content = _lookup(_table([IDS[p] for p in _CONTENT_POS]), tags)
+    noun = _lookup(_table([IDS["NOUN"], IDS["PROPN"]]), tags)
+    verb = _lookup(_table([IDS["VERB"]]), tags)
+    n_content = np.bincount(doc, weights=content, minlength=n)
+    n_noun = np.bincount(doc, weights=noun, minlength=n)
+    n_verb = np.bincount(doc, weights=verb, minlength=n)
+
+    for i in range(n):
+        if progress is not None:
+            progress(1)
+        nw = n_words[i]
+        if nw == 0:
+            continue
+        text = texts[i]
+        out[i, 0] = chars[i] / nw
+        out[i, 1] = types[i] / nw
+        out[i, 2] = nw / max(count_sentences(text), 1)
+        out[i, 3] = flesch_difficulty_fast(text, language)
+        if n_content[i]:
+            out[i, 4] = n_noun[i] / n_content[i]
+            out[i, 5] = n_verb[i] / n_content[i]
+    return out
+
+
+def _groups(langs: Sequence[str]) -> dict[str, list[int]]:
+    """Indices of the texts of each language, in order."""
+    groups: dict[str, list[int]] = {}
+    for i, lang in enumerate(langs):
+        groups.setdefault(lang, []).append(i)
+    return groups
+
+
+def token_counts(texts: Sequence[str], langs: Sequence[str], batch_size: int = 64) -> np.ndarray:
+    """spaCy tokens per text (0 for Japanese, which needs no sample)."""
+    out = np.zeros(len(texts), dtype=np.int64)
+    for lang, idx in _groups(langs).items():
+        if lang != "ja":
+            _, arrays = _tokens([str(texts[i]) for i in idx], lang, batch_size)
+            out[idx] = [len(a) for a in arrays]
+    return out
+
+
+class LightLinguistic:
+    """The six linguistic features through spaCy's tokeniser and a distilled tagger.
+
+    ``sample_tokens``: tokens of each language tagged by the full pipeline to train the
+    tagger (and kept as they are). After the first call, ``taggers_`` holds the tagger per
+    language, reused for later texts (``transform`` of new items).
+    """
+
+    def __init__(self, sample_tokens: int = 50_000) -> None:
+        self.sample_tokens = sample_tokens
+        self.taggers_: dict[str, HashedTagger | None] = {}
+
+    def __call__(
+        self,
+        texts: Sequence[str],
+        language: str | Sequence[str] = "en",
+        batch_size: int = 64,
+        progress: Progress | None = None,
+        n_process: int = 1,
+    ) -> np.ndarray:
+        """Same signature and output layout as :func:`~quorum.features.linguistic.
+        linguistic_features` (``n_process`` is accepted and unused: no tagger processes)."""
+        texts = [str(t) for t in texts]
+        n = len(texts)
+        if isinstance(language, str):
+            langs = [normalise_language(language)] * n
+        else:
+            langs = [normalise_language(x) for x in language]
+            if len(langs) != n:
+                raise ValueError(f"got {len(langs)} languages for {n} texts")
+        out = np.zeros((n, len(LINGUISTIC_FEATURES)), dtype=np.float64)
+        for lang, idx in _groups(langs).items():
+            sub = [texts[i] for i in idx]
+            if lang == "ja":
+                out[idx] = _japanese_features(sub, progress)
+                continue
+            docs, arrays = _tokens(sub, lang, batch_size)
+            known: dict[int, np.ndarray] = {}
+            if lang not in self.taggers_:
+                lengths = np.array([len(a) for a in arrays], dtype=np.int64)
+                known, tagger = fit_sample(
+                    sub, lengths, lang, batch_size, self.sample_tokens, docs=docs
+                )
+                if tagger is not None:
+                    self.taggers_[lang] = tagger
+            out[idx] = _light_group(sub, lang, arrays, known, self.taggers_.get(lang), progress)
+        return out
+
+    def fit_lengths(
+        self, texts: Sequence[str], langs: Sequence[str], lengths: np.ndarray, batch_size: int = 64
+    ) -> dict[int, np.ndarray]:
+        """Fit the taggers from token counts computed elsewhere (the Ray engine): returns
+        the full pipeline's POS ids of the sampled texts, by index into ``texts``."""
+        known: dict[int, np.ndarray] = {}
+        for lang, idx in _groups(langs).items():
+            if lang == "ja" or lang in self.taggers_:
+                continue
+            sub = [str(texts[i]) for i in idx]
+            got, tagger = fit_sample(sub, lengths[idx], lang, batch_size, self.sample_tokens)
+            if tagger is not None:
+                self.taggers_[lang] = tagger
+            known.update({idx[j]: p for j, p in got.items()})
+        return known
+
+    def features(
+        self,
+        texts: Sequence[str],
+        langs: Sequence[str],
+        known: dict[int, np.ndarray],
+        batch_size: int = 64,
+    ) -> np.ndarray:
+        """The features of ``texts`` with fitted taggers and the sampled texts' POS ids
+        ``known`` (by index into ``texts``): one chunk of the Ray engine."""
+        texts = [str(t) for t in texts]
+        out = np.zeros((len(texts), len(LINGUISTIC_FEATURES)), dtype=np.float64)
+        for lang, idx in _groups(langs).items():
+            sub = [texts[i] for i in idx]
+            if lang == "ja":
+                out[idx] = _japanese_features(sub, None)
+                continue
+            _, arrays = _tokens(sub, lang, batch_size)
+            local = {j: known[i] for j, i in enumerate(idx) if i in known}
+            out[idx] = _light_group(sub, lang, arrays, local, self.taggers_.get(lang), None)
+        return out
+
+    def spec(self) -> dict[str, Any]:
+        return {"linguistic": "spacy-tokeniser+hashed-tagger/1", "tokens": self.sample_tokens}
