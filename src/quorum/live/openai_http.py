@@ -150,9 +150,9 @@ class OpenAIHTTPClient:
             data = json.loads(raw)
         except ValueError as exc:
             snippet = raw[:200].decode("utf-8", "replace")
-            raise HTTPCallError(f"invalid JSON reply: {snippet}", "bad reply", True) from exc
+            raise HTTPCallError(f"invalid JSON reply: {snippet}", "invalid response", True) from exc
         if not isinstance(data, dict):
-            raise HTTPCallError("reply is not a JSON object", "bad reply", True)
+            raise HTTPCallError("reply is not a JSON object", "invalid response", True)
         return data
 
     async def _post_aiohttp(self, body: bytes) -> tuple[int, Any, bytes]:
