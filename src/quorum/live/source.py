@@ -259,18 +259,18 @@ class LiveSource:
             if item is None:
                 self._report(
                     ("unknown", ans.item_id),
-                    "answers: item id %r (line %s) is not in the items file; the answer is ignored",
+                    "answers: item id %r (%s) is not in the items file; the answer is ignored",
                     ans.item_id,
-                    ans.line,
+                    _at(ans.line, ans.by),
                 )
                 continue
             label = self._match(item, ans.raw)
             if label is None:
                 self._report(
                     ("invalid", ans.item_id, ans.line, ans.raw),
-                    "answers: line %s, item %s: %r is not a label (%s); the item "
+                    "answers: %s, item %s: %r is not a label (%s); the item "
                     "keeps its earlier answer or stays pending until corrected",
-                    ans.line,
+                    _at(ans.line, ans.by),
                     ans.item_id,
                     ans.raw,
                     self._label_help(item),
@@ -280,13 +280,12 @@ class LiveSource:
             if prev is not None and prev[0] != label:
                 self._report(
                     ("fix", ans.item_id, ans.line),
-                    "answers: item %s was answered %r on line %s and %r on line %s; "
-                    "the later row wins",
+                    "answers: item %s was answered %r %s and %r %s; the later row wins",
                     ans.item_id,
                     prev[1].raw,
-                    prev[1].line,
+                    _at(prev[1].line, prev[1].by, on=True),
                     ans.raw,
-                    ans.line,
+                    _at(ans.line, ans.by, on=True),
                 )
             final[ans.item_id] = (label, ans)
         if not final:
@@ -303,11 +302,11 @@ class LiveSource:
             if task is None:
                 self._report(
                     ("unasked", iid),
-                    "answers: item %s (line %s) was never sent to "
+                    "answers: item %s (%s) was never sent to "
                     "a human; the answer is kept in the file and used if it is asked "
                     "for",
                     iid,
-                    ans.line,
+                    _at(ans.line, ans.by),
                 )
                 continue
             key, status = task["request_key"], task["status"]
@@ -318,12 +317,12 @@ class LiveSource:
             elif status == "answered" and task["label"] != label:
                 self.ledger.correct_human(key, label, ans.by, ans.raw, ans.line)
                 log.info(
-                    "answers: item %s is now %r (line %s), replacing %r (line %s)",
+                    "answers: item %s is now %r (%s), replacing %r (%s)",
                     iid,
                     ans.raw,
-                    ans.line,
+                    _at(ans.line, ans.by),
                     task["raw"],
-                    _line(task["line"]),
+                    _at(_line(task["line"]), task.get("answered_by")),
                 )
                 got.changed.append(iid)
             elif status == "withdrawn":
@@ -676,6 +675,17 @@ class LiveSource:
                 self.on_event(out, s)
             except Exception:  # a display problem must never break a run
                 log.debug("progress callback failed", exc_info=True)
+
+
+def _at(line: int | None, by: str | None, on: bool = False) -> str:
+    """Where an answer came from: its line in the answers file, else who gave it (web queues).
+
+    >>> _at(3, None), _at(None, "ann@example.org", on=True), _at(None, None)
+    ('line 3', 'from ann@example.org', 'from the queue')
+    """
+    if line is not None:
+        return f"on line {line}" if on else f"line {line}"
+    return f"from {by}" if by else "from the queue"
 
 
 def _line(x: Any) -> int | None:
