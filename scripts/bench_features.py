@@ -27,7 +27,7 @@ import pandas as pd
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
-def load_texts(name: str) -> tuple[list[str], str]:
+def load_texts(name: str) -> tuple[list[str], str | list[str]]:
     """Texts and language of a dataset, via quorum's loaders or straight from the files."""
     try:
         from quorum.data.loaders import load_dataset
@@ -35,7 +35,9 @@ def load_texts(name: str) -> tuple[list[str], str]:
 
         ds = load_dataset(name)
         lang = dataset_languages(ds)
-        return ds.items["text"].tolist(), lang if isinstance(lang, str) else "auto"
+        # the per-item list as it is: "auto" would re-detect, and two ag-news texts detected
+        # as Catalan switch the whole dataset to the multilingual embedder
+        return ds.items["text"].tolist(), lang
     except ImportError:
         pass
     if name == "ag-news":

