@@ -145,3 +145,33 @@ def test_progress_bar_counts_on_a_terminal(monkeypatch):
         bar.update("step b", advance=1)
     task = bar._prog.tasks[0]
     assert (task.completed, task.total, task.description) == (3, 5, "step b")
+
+
+def test_progress_bar_sets_completed_on_a_terminal(monkeypatch):
+    """The live runner sets the count of labelled items (it can go down between passes)."""
+    import io
+
+    from rich.console import Console
+
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
+    bar = ProgressBar(10, "annotate")
+    bar._prog.live.console = Console(file=io.StringIO(), force_terminal=False, width=100)
+    with bar:
+        bar.update("labelled 7/10", completed=7)
+        bar.update("labelled 2/10", completed=2)
+    task = bar._prog.tasks[0]
+    assert (task.completed, task.description) == (2, "labelled 2/10")
+
+
+def test_live_progress_uses_the_shared_bar_and_logs_off_a_terminal(capsys):
+    from quorum.live.runner import Progress
+    from quorum.live.source import LiveStats
+
+    p = Progress(3, every=0.0)
+    stats = LiveStats(3, 1.0, committed=0.25)
+    stats.items_ok = {"a"}
+    p.update(None, stats)
+    p.stop()
+    p.stop()  # idempotent: the runner stops it on success and on error
+    err = capsys.readouterr().err
+    assert "1/3" in err

@@ -72,10 +72,14 @@ class ProgressBar:
         if self._prog is not None:
             self._prog.advance(self._task, n)
 
-    def update(self, description: str | None = None, advance: int = 0) -> None:
-        """Set the text after the bar (what runs now) and/or advance."""
+    def update(
+        self, description: str | None = None, advance: int = 0, *, completed: int | None = None
+    ) -> None:
+        """Set the text after the bar (what runs now) and advance, or set ``completed``."""
         if self._prog is not None:
             kw: dict[str, Any] = {"advance": advance}
+            if completed is not None:
+                kw = {"completed": int(completed)}
             if description is not None:
                 kw["description"] = description
             self._prog.update(self._task, **kw)

@@ -27,6 +27,7 @@ from quorum.live.items import item_views, load_items
 from quorum.live.ledger import Ledger, money_str
 from quorum.live.problem import build_arms, build_problem, build_task, make_parser
 from quorum.live.source import LiveSource, LiveStats
+from quorum.progress import ProgressBar
 from quorum.routing.base import Outcome, Router, RoutingResult
 from quorum.routing.budget import Budget, from_units, to_units
 
@@ -84,39 +85,27 @@ def check_budget(cfg: ProjectConfig, arms: dict[str, Any]) -> None:
 
 
 class Progress:
-    """A rich progress bar (terminal) or periodic log lines (files, CI)."""
+    """The run's progress: the one progress bar (terminal), else a log line every ``every`` s."""
 
     def __init__(self, total: int, quiet: bool = False, every: float = 5.0) -> None:
-        self.total = total
         self.quiet = quiet
         self.every = every
         self._last = 0.0
-        self._bar = None
-        self._task = None
-        if not quiet and sys.stderr.isatty():
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._bar = Progress(
-                TextColumn("[bold]annotate"),
-                BarColumn(),
-                TextColumn("{task.fields[line]}"),
-                TimeElapsedColumn(),
-                transient=False,
-            )
-            self._task = self._bar.add_task("annotate", total=total, line="")
-            self._bar.start()
+        self._bar: ProgressBar | None = ProgressBar(
+            total, "annotate", enabled=not quiet
+        ).__enter__()
 
     def update(self, _out: Outcome | None, s: LiveStats) -> None:
         line = progress_line(len(s.items_ok), s.n_items, s.committed, s.left)
-        if self._bar is not None:
-            self._bar.update(self._task, completed=len(s.items_ok), line=line)
+        if self._bar is not None and self._bar.shown:
+            self._bar.update(line, completed=len(s.items_ok))
         elif not self.quiet and time.monotonic() - self._last >= self.every:
             self._last = time.monotonic()
             print(line, file=sys.stderr, flush=True)
 
     def stop(self) -> None:
         if self._bar is not None:
-            self._bar.stop()
+            self._bar.__exit__(None, None, None)
             self._bar = None
 
 
