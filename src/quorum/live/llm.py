@@ -18,6 +18,7 @@ import os
 import random
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from quorum.errors import ConfigError
 from quorum.live.calls import (
@@ -258,14 +259,7 @@ class LLMAnnotator(Annotator):
             max_retries=0,
             **req.params,
         )
-        try:
-            content = resp.choices[0].message.content
-        except (AttributeError, IndexError, KeyError):
-            content = None
-        usage = getattr(resp, "usage", None)
-        pt = getattr(usage, "prompt_tokens", None) if usage is not None else None
-        ct = getattr(usage, "completion_tokens", None) if usage is not None else None
-        return content, pt, ct
+        return litellm_reply_fields(resp)
 
     async def call(self, req: Request, on_attempt: AttemptHook) -> Response:
         sem, bucket = self._limits()
@@ -377,6 +371,18 @@ def why_dead(outcome: str) -> str:
     if outcome[:1] == "5":
         return f"keeps failing with server errors (HTTP {outcome})"
     return "keeps failing"
+
+
+def litellm_reply_fields(resp: Any) -> tuple[str | None, int | None, int | None]:
+    """(content, prompt tokens, completion tokens) of a litellm completion response."""
+    try:
+        content = resp.choices[0].message.content
+    except (AttributeError, IndexError, KeyError):
+        content = None
+    usage = getattr(resp, "usage", None)
+    pt = getattr(usage, "prompt_tokens", None) if usage is not None else None
+    ct = getattr(usage, "completion_tokens", None) if usage is not None else None
+    return content, pt, ct
 
 
 def _classify(exc: BaseException) -> tuple[str, bool, bool, float | None]:

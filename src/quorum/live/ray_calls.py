@@ -61,14 +61,9 @@ class CallWorker:
                 model=model, messages=messages, api_base=api_base, api_key=api_key,
                 timeout=timeout, num_retries=0, max_retries=0, **params,
             )  # fmt: skip
-            try:
-                content = resp.choices[0].message.content
-            except (AttributeError, IndexError, KeyError):
-                content = None
-            usage = getattr(resp, "usage", None)
-            pt = getattr(usage, "prompt_tokens", None) if usage is not None else None
-            ct = getattr(usage, "completion_tokens", None) if usage is not None else None
-            return ("ok", content, pt, ct)
+            from quorum.live.llm import litellm_reply_fields
+
+            return ("ok", *litellm_reply_fields(resp))
         except Exception as exc:
             from quorum.live.llm import _classify
 
