@@ -1,5 +1,11 @@
 """CDI, confidence-driven inference (Gligoric et al., NAACL 2025), as a labeller.
 
+``cdi`` takes the labelling LLM's own confidence, as the QUORUM paper reproduced it
+(``confidence="paper"``: recorded or verbalised, else a named substitute);
+``cdi-ensemble`` takes today's ``confidence="auto"`` signal (entropy over the task's
+models where no confidence is recorded). The label outside the human arm is the
+labeller's answer in both.
+
 Stream over the items in a random order (their notebooks shuffle the data). Every item has
 the LLM's label and its confidence. The first ``burnin`` items get a human label; an error
 model maps confidence to the expected squared error of the LLM label, fitted on the
@@ -39,6 +45,7 @@ from quorum.baselines._common import (
 from quorum.baselines._confidence import (
     ConfidenceBaseline,
     ConfidenceMode,
+    Substitute,
     embed_texts,
     paired_cosine,
     plan_info,
@@ -115,7 +122,8 @@ class CDIRouter(ConfidenceBaseline):
     error_model: "gbr" (default), "isotonic" or "logistic" (see the module docstring).
     llm_label: "labeller" (default, CDI's LLM label) or "majority" (vote over the answers
         bought for the entropy substitute).
-    confidence, labeller, entropy_annotators: see ``ConfidenceBaseline``.
+    confidence, labeller, entropy_annotators, substitute: see ``ConfidenceBaseline``
+        (default ``confidence="paper"``: the labeller's own confidence).
     """
 
     name = "cdi"
@@ -127,11 +135,12 @@ class CDIRouter(ConfidenceBaseline):
         tau: float = 0.1,
         error_model: ErrorModel = "gbr",
         llm_label: Literal["labeller", "majority"] = "labeller",
-        confidence: ConfidenceMode = "auto",
+        confidence: ConfidenceMode = "paper",
         labeller: str | None = None,
         entropy_annotators: list[str] | None = None,
+        substitute: Substitute = "agreement",
     ) -> None:
-        super().__init__(confidence, labeller, entropy_annotators)
+        super().__init__(confidence, labeller, entropy_annotators, substitute)
         if burnin < 0 or refit_every < 1 or not 0.0 <= tau <= 1.0:
             raise ValueError("need burnin >= 0, refit_every >= 1 and 0 <= tau <= 1")
         if error_model not in ("gbr", "isotonic", "logistic"):
@@ -227,6 +236,37 @@ class CDIRouter(ConfidenceBaseline):
             }
         )
         return Routed(labels, info, trace)
+
+
+class CDIEnsembleRouter(CDIRouter):
+    """CDI on today's ``confidence="auto"`` signal (entropy over the task's models where
+    no confidence is recorded). Same parameters as :class:`CDIRouter`."""
+
+    name = "cdi-ensemble"
+
+    def __init__(
+        self,
+        burnin: int = 50,
+        refit_every: int = 200,
+        tau: float = 0.1,
+        error_model: ErrorModel = "gbr",
+        llm_label: Literal["labeller", "majority"] = "labeller",
+        confidence: ConfidenceMode = "auto",
+        labeller: str | None = None,
+        entropy_annotators: list[str] | None = None,
+        substitute: Substitute = "agreement",
+    ) -> None:
+        super().__init__(
+            burnin,
+            refit_every,
+            tau,
+            error_model,
+            llm_label,
+            confidence,
+            labeller,
+            entropy_annotators,
+            substitute,
+        )
 
 
 def summary_errors(
