@@ -20,6 +20,7 @@ METHODS = [
     "coannotating-ensemble",
     "cdi-ensemble",
     "hypac-ensemble",
+    "random-uniform",
 ]
 #: Budget keeps integer micro-units and rounds the float limit to the nearest one
 TOL = 1e-6

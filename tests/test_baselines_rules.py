@@ -48,6 +48,7 @@ def item(j: int) -> str:
         "coannotating-ensemble",
         "cdi-ensemble",
         "hypac-ensemble",
+        "random-uniform",
     ],
 )
 def test_registry_resolves_baselines(name):

@@ -6,12 +6,13 @@ them all, they know nothing of it. Classes are imported on first use so that the
 
 The plain baseline names are the forms the QUORUM paper ran (one labelling LLM, its own
 answer and confidence); ``*-ensemble`` are the project's earlier forms, which buy several
-models' answers per item for uncertainty (CoAnnotating: and take their majority).
+models' answers per item for uncertainty (CoAnnotating: and take their majority), and
+``random-uniform`` draws each item's LLM uniformly in the dollars setting.
 
 >>> method_names()
 ['quorum', 'quorum-paper', 'quorum-paper-authors-accounting',
  'random', 'coannotating', 'cdi', 'hypac', 'araida', 'sant',
- 'coannotating-ensemble', 'cdi-ensemble', 'hypac-ensemble']
+ 'coannotating-ensemble', 'cdi-ensemble', 'hypac-ensemble', 'random-uniform']
 >>> get_router_class("Random").__name__
 'RandomRouter'
 """
@@ -36,6 +37,7 @@ METHODS: dict[str, str] = {
     "coannotating-ensemble": "quorum.baselines.coannotating:CoAnnotatingEnsembleRouter",
     "cdi-ensemble": "quorum.baselines.cdi:CDIEnsembleRouter",
     "hypac-ensemble": "quorum.baselines.hypac_ensemble:HyPACEnsembleRouter",
+    "random-uniform": "quorum.baselines.random:RandomUniformRouter",
 }
 
 

@@ -26,6 +26,7 @@ NAMES = {
     "coannotating-ensemble": "CoAnnotating (ensemble)",
     "cdi-ensemble": "CDI (ensemble)",
     "hypac-ensemble": "HyPAC (ensemble)",
+    "random-uniform": "Random (uniform LLM)",
     "quorum": "QUORUM",
     "quorum-paper": "QUORUM (paper preset)",
     "quorum-paper-authors-accounting": "QUORUM (paper preset, authors' accounting)",
