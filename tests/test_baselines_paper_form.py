@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from baselines_fakes import auditor_budget, make_dataset, make_problem, source_of
+from quorum.baselines.cdi import budget_probabilities
 from quorum.baselines.hypac import HyPACRouter, best_thresholds, tier_of
 from quorum.methods import make_router
 from quorum.routing.budget import Budget
@@ -94,10 +95,52 @@ def test_coannotating_sends_the_labellers_least_confident_items():
 
 
 def test_cdi_uses_the_labellers_confidence():
-    res, _ = route("cdi", case(), b=6, burnin=2, refit_every=1, tau=0.0)
+    res, _ = route("cdi", case(), b=6)
     tr = res.trace.set_index("item_id")
     assert np.allclose(tr.loc[[item(j) for j in range(N)], "confidence"], CONF)
     assert res.human_labels <= 6
+    assert res.info["sampling"] == "authors"
+
+
+def test_cdi_budget_probabilities_by_hand():
+    # min(1, c * s) summing to 2: c = 2 / (0.1 + 0.2 + 0.3 + 0.4) = 2
+    pi = budget_probabilities(np.array([0.1, 0.2, 0.3, 0.4]), 2)
+    assert np.allclose(pi, [0.2, 0.4, 0.6, 0.8], atol=1e-6)
+    # a capped item frees the rest: c * 0.9 >= 1, then 0.05 c + 0.05 c = 0.5
+    pi = budget_probabilities(np.array([0.05, 0.05, 0.9]), 1.5)
+    assert np.allclose(pi, [0.25, 0.25, 1.0], atol=1e-6)
+    assert budget_probabilities(np.ones(3), 0).tolist() == [0, 0, 0]
+    assert budget_probabilities(np.ones(3), 5).tolist() == [1, 1, 1]
+
+
+def test_cdi_authors_warmup_then_errors_only():
+    """Even items: the labeller is right with confidence 1; odd: wrong with confidence 0.
+    After the warm-up (both kinds seen), the error model predicts 0 on the even items:
+    their pi is next to nothing and only odd items are asked."""
+    n = 60
+    conf = [1.0 if j % 2 == 0 else 0.0 for j in range(n)]
+    ds = make_dataset(
+        ["a"] * n,
+        {"cheap": ["a" if j % 2 == 0 else "b" for j in range(n)], "strong": ["a"] * n},
+        {"cheap": 0.01, "strong": 0.05},
+        labels=["a", "b"],
+        confidence={"cheap": conf},
+    )
+    res, _ = route("cdi", ds, b=12, warmup=8, error_model="isotonic")
+    tr = res.trace.sort_values("step")
+    warm = tr.iloc[:8]
+    assert warm["human"].all() and (warm["pi"] == 1.0).all()
+    odd = warm["item_id"].str[1:].astype(int) % 2 == 1
+    assert odd.any() and (~odd).any()
+    after = tr.iloc[8:]
+    even = after["confidence"] == 1.0
+    assert not after.loc[even, "human"].any()
+    assert after.loc[even, "pi"].max() < 1e-6  # sqrt of the 1e-12 error floor, scaled
+    assert after["pi"].sum() == pytest.approx(12 - 8, abs=1e-3)
+    assert res.human_labels <= 12 and res.info["warmup_used"] == 8
+    # 20 % of the items when the human budget exceeds that share
+    res, _ = route("cdi", ds, b=30)
+    assert res.info["warmup_used"] == 12
 
 
 def test_hypac_sends_higher_uncertainty_to_dearer_tiers():

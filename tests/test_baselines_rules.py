@@ -195,7 +195,7 @@ def test_cdi_burnin_items_always_get_humans_and_confident_items_never_after():
     src = source_of(ds)
     b = 20
     p = make_problem(ds, "auditor", human_budget=b)
-    r = CDIRouter(burnin=10, refit_every=5, tau=0.0, error_model="isotonic")
+    r = CDIRouter(burnin=10, refit_every=5, tau=0.0, error_model="isotonic", sampling="stream")
     res = r.route(p, src, auditor_budget(p, r, src, b), seed=0)
     tr = res.trace.sort_values("step")
     burn = tr.iloc[:10]
@@ -214,7 +214,7 @@ def test_cdi_never_exceeds_human_budget_even_when_pi_is_one():
     ds = cdi_case(40)
     src = source_of(ds)
     p = make_problem(ds, "auditor", human_budget=25)
-    r = CDIRouter(burnin=2, refit_every=1, tau=0.0)
+    r = CDIRouter(burnin=2, refit_every=1, tau=0.0, sampling="stream")
     for seed in range(5):
         res = r.route(p, src, auditor_budget(p, r, src, 25), seed=seed)
         assert res.human_labels <= 25
