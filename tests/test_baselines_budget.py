@@ -10,7 +10,18 @@ from baselines_fakes import auditor_budget, make_dataset, make_problem, source_o
 from quorum.methods import make_router
 from quorum.routing.budget import Budget
 
-METHODS = ["random", "coannotating", "cdi", "hypac", "araida", "sant"]
+METHODS = [
+    "random",
+    "coannotating",
+    "cdi",
+    "hypac",
+    "araida",
+    "sant",
+    "coannotating-ensemble",
+    "cdi-ensemble",
+    "hypac-ensemble",
+    "random-uniform",
+]
 #: Budget keeps integer micro-units and rounds the float limit to the nearest one
 TOL = 1e-6
 
@@ -89,7 +100,9 @@ def test_no_baseline_exceeds_budget_or_human_cap(case):
 @given(
     n=st.integers(2, 15),
     n_llm=st.integers(1, 3),
-    method=st.sampled_from(["random", "coannotating", "cdi", "hypac"]),
+    method=st.sampled_from(
+        ["random", "coannotating", "cdi", "hypac", "coannotating-ensemble", "hypac-ensemble"]
+    ),
     setting=st.sampled_from(["auditor", "dollars"]),
     fraction=st.floats(0.0, 1.0),
     seed=st.integers(0, 1000),

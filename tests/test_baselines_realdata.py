@@ -19,7 +19,19 @@ from quorum.routing.replay import RecordedSource
 
 pytestmark = pytest.mark.realdata
 
-METHODS = ["random", "coannotating", "cdi", "hypac", "araida", "sant"]
+METHODS = [
+    "random",
+    "coannotating",
+    "cdi",
+    "hypac",
+    "araida",
+    "sant",
+    "coannotating-ensemble",
+    "cdi-ensemble",
+    "hypac-ensemble",
+]
+PAPER_FORMS = ("coannotating", "cdi", "hypac")
+ENSEMBLES = ("coannotating-ensemble", "cdi-ensemble", "hypac-ensemble")
 _CACHE: dict[str, tuple[Dataset, np.ndarray, np.ndarray]] = {}
 
 
@@ -73,21 +85,24 @@ def run(name: str, method: str, setting: str, fraction: float, n: int | None = 6
 @pytest.mark.parametrize("setting", ["auditor", "dollars"])
 def test_mmlu_redux(method, setting):
     res = run("mmlu-redux", method, setting, 0.3)
-    if method in ("coannotating", "cdi", "hypac"):
+    if method in ENSEMBLES:
         assert res.info["confidence_source"].startswith("entropy-over-models:")
         assert res.info["substitute"] is True  # no recorded confidence in MMLU-Redux
+    if method in PAPER_FORMS:  # one other model's answer stands in for the confidence
+        assert res.info["confidence_source"].startswith("agreement-with:")
+        assert res.info["substitute"] is True
 
 
 @pytest.mark.parametrize("method", METHODS)
 def test_imdb_recorded_confidence(method):
     res = run("imdb-mlapi", method, "auditor", 0.1, n=1000)
-    if method in ("coannotating", "cdi", "hypac"):
+    if method in PAPER_FORMS + ENSEMBLES:
         assert res.info["confidence_source"] == "recorded"
         assert res.info["substitute"] is False
         assert res.confidence_calls == 1000
 
 
-@pytest.mark.parametrize("method", ["coannotating", "cdi"])
+@pytest.mark.parametrize("method", ["coannotating", "cdi", "coannotating-ensemble"])
 def test_stance_prompts(method):
     res = run("coannotating-stance/es", method, "dollars", 0.5, n=None)
     # per-prompt verbalised confidence is recorded: that is the first choice

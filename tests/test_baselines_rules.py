@@ -9,9 +9,14 @@ import pytest
 
 from baselines_fakes import auditor_budget, make_dataset, make_problem, source_of
 from quorum.baselines.araida import ARAIDARouter, araida_scores, pace_quota
-from quorum.baselines.cdi import CDIRouter, fit_error_model, sampling_probability
-from quorum.baselines.coannotating import CoAnnotatingRouter
-from quorum.baselines.hypac import HyPACRouter, pac_threshold, ucb
+from quorum.baselines.cdi import (
+    CDIEnsembleRouter,
+    CDIRouter,
+    fit_error_model,
+    sampling_probability,
+)
+from quorum.baselines.coannotating import CoAnnotatingEnsembleRouter, CoAnnotatingRouter
+from quorum.baselines.hypac_ensemble import HyPACEnsembleRouter, pac_threshold, ucb
 from quorum.baselines.random import RandomRouter
 from quorum.baselines.sant import SANTRouter
 from quorum.errors import UnsupportedTaskError
@@ -31,7 +36,21 @@ def item(j: int) -> str:
 
 
 # ---------------------------------------------------------------- registry
-@pytest.mark.parametrize("name", ["random", "coannotating", "cdi", "hypac", "araida", "sant"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "random",
+        "coannotating",
+        "cdi",
+        "hypac",
+        "araida",
+        "sant",
+        "coannotating-ensemble",
+        "cdi-ensemble",
+        "hypac-ensemble",
+        "random-uniform",
+    ],
+)
 def test_registry_resolves_baselines(name):
     cls = get_router_class(name)
     assert cls.name == name
@@ -70,7 +89,7 @@ def test_coannotating_sends_top_entropy_items_to_humans(b, expected):
     ds = entropy_case()
     src = source_of(ds)
     p = make_problem(ds, "auditor", human_budget=b)
-    r = CoAnnotatingRouter()
+    r = CoAnnotatingEnsembleRouter()
     res = r.route(p, src, auditor_budget(p, r, src, b), seed=0)
     assert humans(res) == {item(j) for j in expected}
     assert res.info["confidence_source"] == "entropy-over-models:cheap,mid,strong"
@@ -117,7 +136,7 @@ def test_coannotating_entropy_over_prompts_is_not_a_substitute():
     )
     src = source_of(ds)
     p = make_problem(ds, "auditor", human_budget=1)
-    r = CoAnnotatingRouter()
+    r = CoAnnotatingEnsembleRouter()
     res = r.route(p, src, auditor_budget(p, r, src, 1), seed=0)
     assert res.info["confidence_source"].startswith("entropy-over-prompts:")
     assert res.info["substitute"] is False
@@ -128,7 +147,7 @@ def test_coannotating_dollars_spends_rest_on_top_entropy_and_degrades_when_short
     ds = entropy_case()
     src = source_of(ds)
     p = make_problem(ds, "dollars")
-    r = CoAnnotatingRouter()
+    r = CoAnnotatingEnsembleRouter()
     full = 10 * (0.01 + 0.03 + 0.05)
     res = r.route(p, src, Budget(full + 2 * 0.10), seed=0)
     assert humans(res) == {item(8), item(9)}
@@ -176,7 +195,7 @@ def test_cdi_burnin_items_always_get_humans_and_confident_items_never_after():
     src = source_of(ds)
     b = 20
     p = make_problem(ds, "auditor", human_budget=b)
-    r = CDIRouter(burnin=10, refit_every=5, tau=0.0, error_model="isotonic")
+    r = CDIRouter(burnin=10, refit_every=5, tau=0.0, error_model="isotonic", sampling="stream")
     res = r.route(p, src, auditor_budget(p, r, src, b), seed=0)
     tr = res.trace.sort_values("step")
     burn = tr.iloc[:10]
@@ -195,7 +214,7 @@ def test_cdi_never_exceeds_human_budget_even_when_pi_is_one():
     ds = cdi_case(40)
     src = source_of(ds)
     p = make_problem(ds, "auditor", human_budget=25)
-    r = CDIRouter(burnin=2, refit_every=1, tau=0.0)
+    r = CDIRouter(burnin=2, refit_every=1, tau=0.0, sampling="stream")
     for seed in range(5):
         res = r.route(p, src, auditor_budget(p, r, src, 25), seed=seed)
         assert res.human_labels <= 25
@@ -232,7 +251,7 @@ def test_hypac_routes_calibration_then_most_uncertain_within_budget():
     src = source_of(ds)
     b = 80
     p = make_problem(ds, "auditor", human_budget=b)
-    r = HyPACRouter(num_draws=200, sampling_prob=0.2)
+    r = HyPACEnsembleRouter(num_draws=200, sampling_prob=0.2)
     res = r.route(p, src, auditor_budget(p, r, src, b), seed=0)
     assert res.human_labels <= b
     tr = res.trace.set_index("item_id")
@@ -353,7 +372,9 @@ def test_label_based_baselines_refuse_summaries(cls):
     assert cls.supports_summarization is False
 
 
-@pytest.mark.parametrize("cls", [RandomRouter, CoAnnotatingRouter, CDIRouter, HyPACRouter])
+@pytest.mark.parametrize(
+    "cls", [RandomRouter, CoAnnotatingEnsembleRouter, CDIEnsembleRouter, HyPACEnsembleRouter]
+)
 @pytest.mark.parametrize("setting", ["auditor", "dollars"])
 def test_summary_capable_baselines_run_on_summaries(cls, setting):
     ds = summary_case()
@@ -367,5 +388,5 @@ def test_summary_capable_baselines_run_on_summaries(cls, setting):
     if cls is not RandomRouter:
         assert res.info["confidence_source"].startswith("similarity-over-models")
         assert res.info["substitute"] is True
-    if cls is CoAnnotatingRouter and setting == "auditor":
+    if cls is CoAnnotatingEnsembleRouter and setting == "auditor":
         assert humans(res) == {item(4)}  # the only item where the summaries disagree

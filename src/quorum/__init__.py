@@ -15,7 +15,7 @@ Examples
 >>> quorum.QuorumRouter(tau_h=0.6).tau_h
 0.6
 >>> sorted(quorum.method_names())[:3]
-['araida', 'cdi', 'coannotating']
+['araida', 'cdi', 'cdi-ensemble']
 """
 
 from __future__ import annotations

@@ -4,9 +4,15 @@ The registry sits above the routers (``quorum.routing``, ``quorum.baselines``): 
 them all, they know nothing of it. Classes are imported on first use so that the CLI and
 ``import quorum`` stay light.
 
+The plain baseline names are the forms the QUORUM paper ran (one labelling LLM, its own
+answer and confidence); ``*-ensemble`` are the project's earlier forms, which buy several
+models' answers per item for uncertainty (CoAnnotating: and take their majority), and
+``random-uniform`` draws each item's LLM uniformly in the dollars setting.
+
 >>> method_names()
 ['quorum', 'quorum-paper', 'quorum-paper-authors-accounting',
- 'random', 'coannotating', 'cdi', 'hypac', 'araida', 'sant']
+ 'random', 'coannotating', 'cdi', 'hypac', 'araida', 'sant',
+ 'coannotating-ensemble', 'cdi-ensemble', 'hypac-ensemble', 'random-uniform']
 >>> get_router_class("Random").__name__
 'RandomRouter'
 """
@@ -28,6 +34,10 @@ METHODS: dict[str, str] = {
     "hypac": "quorum.baselines.hypac:HyPACRouter",
     "araida": "quorum.baselines.araida:ARAIDARouter",
     "sant": "quorum.baselines.sant:SANTRouter",
+    "coannotating-ensemble": "quorum.baselines.coannotating:CoAnnotatingEnsembleRouter",
+    "cdi-ensemble": "quorum.baselines.cdi:CDIEnsembleRouter",
+    "hypac-ensemble": "quorum.baselines.hypac_ensemble:HyPACEnsembleRouter",
+    "random-uniform": "quorum.baselines.random:RandomUniformRouter",
 }
 
 

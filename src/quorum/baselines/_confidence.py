@@ -13,6 +13,13 @@ Sources, in order of faithfulness to the papers (``confidence="auto"``):
 3. ``verbalised``: a live source (no recorded data) is asked for a verbalised confidence,
    one extra call per item, as in the QUORUM paper's reproduction of these baselines.
 
+``confidence="paper"`` is the paper's form (the default of ``coannotating``, ``cdi`` and
+``hypac``): the labelling LLM's own confidence, recorded or verbalised, one paid call per
+item; where neither exists, a named ``substitute``: ``"agreement"`` (default: the answer
+of one other LLM, the cheapest, bought on every item; the labeller's confidence is 1 where
+they agree, 0.5 where not; reported as ``agreement-with:<model>``), ``"entropy"`` (every
+other LLM, as ``auto``) or ``"none"`` (a random order).
+
 Summaries have no label distribution: uncertainty is ``1 - mean pairwise cosine`` of the
 models' summaries (``source.embed_outputs``; a hashed bag-of-words cosine if the source
 has no embedder) and the aggregate output is the medoid summary.
@@ -32,9 +39,11 @@ from quorum.routing.base import AnnotationSource, RoutingProblem
 from quorum.routing.budget import Budget, from_units, to_units
 from quorum.routing.recorder import CallRecorder
 
-ConfidenceMode = Literal["auto", "confidence", "entropy", "none"]
+ConfidenceMode = Literal["auto", "paper", "confidence", "entropy", "none"]
+Substitute = Literal["agreement", "entropy", "none"]
 Kind = Literal["recorded", "verbalised", "entropy", "similarity", "none"]
-CONFIDENCE_MODES = ("auto", "confidence", "entropy", "none")
+CONFIDENCE_MODES = ("auto", "paper", "confidence", "entropy", "none")
+SUBSTITUTES = ("agreement", "entropy", "none")
 
 
 @dataclass(frozen=True)
@@ -87,14 +96,18 @@ def plan_confidence(
     labeller: str | None = None,
     entropy_annotators: list[str] | None = None,
     prompts_faithful: bool = False,
+    substitute: Substitute = "agreement",
 ) -> ConfidencePlan:
     """Choose the uncertainty source for ``problem`` (see the module docstring).
 
     ``prompts_faithful``: entropy over prompts is the method's own signal (CoAnnotating),
-    so it is not flagged as a substitute.
+    so it is not flagged as a substitute. ``substitute``: what ``mode="paper"`` uses when
+    the labeller's confidence can be neither looked up nor asked for.
     """
     if mode not in CONFIDENCE_MODES:
         raise ValueError(f"confidence must be one of {CONFIDENCE_MODES}, got {mode!r}")
+    if substitute not in SUBSTITUTES:
+        raise ValueError(f"substitute must be one of {SUBSTITUTES}, got {substitute!r}")
     llms = [a.name for a in problem.llms]
     if not llms:
         raise ValueError("an uncertainty baseline needs at least one LLM in the task")
@@ -113,8 +126,11 @@ def plan_confidence(
     recorded = (not live) and bool(has_conf(lab))
     lp = source.price(lab)
 
+    if mode == "paper" and not recorded and not live:
+        return _substitute_plan(problem, source, lab, ent, substitute, summaries, prompts_faithful)
+
     kind: Kind
-    if mode == "confidence":
+    if mode in ("confidence", "paper"):
         kind = "recorded" if recorded else "verbalised"
     elif mode == "entropy":
         kind = "similarity" if summaries else "entropy"
@@ -140,6 +156,36 @@ def plan_confidence(
         sub = not (prompts and prompts_faithful)
         return ConfidencePlan(kind, lab, others, lp, float(sum(prices)), name, sub, prices)
     return ConfidencePlan("none", lab, (), lp, 0.0, "none", True, ())
+
+
+def _substitute_plan(
+    problem: RoutingProblem,
+    source: AnnotationSource,
+    lab: str,
+    ent: list[str],
+    substitute: Substitute,
+    summaries: bool,
+    prompts_faithful: bool,
+) -> ConfidencePlan:
+    """The paper form's plan where the labeller's confidence is neither recorded nor live."""
+    lp = source.price(lab)
+    if substitute == "entropy":
+        return plan_confidence(
+            problem,
+            source,
+            mode="entropy",
+            labeller=lab,
+            entropy_annotators=ent,
+            prompts_faithful=prompts_faithful,
+        )
+    others = [a.name for a in problem.llms if a.name != lab]
+    if substitute == "none" or not others:
+        return ConfidencePlan("none", lab, (), lp, 0.0, "none", True, ())
+    other = min(others, key=source.price)  # stable: the first of equal prices
+    price = source.price(other)
+    kind: Kind = "similarity" if summaries else "entropy"
+    name = f"{'similarity' if summaries else 'agreement'}-with:{other}"
+    return ConfidencePlan(kind, lab, (other,), lp, price, name, True, (price,))
 
 
 def n_estimable(plan: ConfidencePlan, money: float, n_items: int, keep: float = 0.0) -> int:
@@ -366,11 +412,14 @@ def extra_cost(plan: ConfidencePlan, n_items: int) -> float:
 class ConfidenceBaseline(BaselineRouter):
     """Shared knobs of the uncertainty baselines: where confidence comes from, who labels.
 
-    ``confidence``: "auto" (recorded > entropy/similarity over the task's LLMs > a live
+    ``confidence``: "paper" (the labeller's own confidence, recorded or verbalised, else
+    ``substitute``), "auto" (recorded > entropy/similarity over the task's LLMs > a live
     verbalised call), "confidence" (confidence calls only), "entropy" (several answers),
     "none" (no signal: random order, flagged as a substitute).
     ``labeller``: the LLM whose label is used (default: the cheapest).
     ``entropy_annotators``: the prompts/models asked for entropy (default: all task LLMs).
+    ``substitute``: "agreement" (one other LLM, the cheapest), "entropy" (all of
+    ``entropy_annotators``) or "none"; used by ``confidence="paper"`` only.
     """
 
     #: entropy over prompts is this method's own signal (not a substitute)
@@ -381,12 +430,16 @@ class ConfidenceBaseline(BaselineRouter):
         confidence: ConfidenceMode = "auto",
         labeller: str | None = None,
         entropy_annotators: list[str] | None = None,
+        substitute: Substitute = "agreement",
     ) -> None:
         if confidence not in CONFIDENCE_MODES:
             raise ValueError(f"confidence must be one of {CONFIDENCE_MODES}, got {confidence!r}")
+        if substitute not in SUBSTITUTES:
+            raise ValueError(f"substitute must be one of {SUBSTITUTES}, got {substitute!r}")
         self.confidence = confidence
         self.labeller = labeller
         self.entropy_annotators = list(entropy_annotators) if entropy_annotators else None
+        self.substitute = substitute
 
     def plan(self, problem: RoutingProblem, source: AnnotationSource) -> ConfidencePlan:
         return plan_confidence(
@@ -396,6 +449,7 @@ class ConfidenceBaseline(BaselineRouter):
             labeller=self.labeller,
             entropy_annotators=self.entropy_annotators,
             prompts_faithful=self.prompts_faithful,
+            substitute=self.substitute,
         )
 
     def extra_cost_estimate(self, problem: RoutingProblem, source: AnnotationSource) -> float:

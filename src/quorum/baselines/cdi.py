@@ -1,5 +1,18 @@
 """CDI, confidence-driven inference (Gligoric et al., NAACL 2025), as a labeller.
 
+``cdi`` is CDI as the QUORUM paper reproduced it (amazon-science/QUORUM,
+``routers/ppi_router.py``; ``sampling="authors"``): the labelling LLM's own confidence
+(``confidence="paper"``: recorded or verbalised, else a named substitute); a warm-up of
+``warmup`` items (30; ``warmup_share * T`` when the human budget exceeds that share) gets
+a human; the error model is fitted once on the warm-up; every other item is asked with
+``pi = min(1, c * sqrt(predicted error))``, ``c`` bisected so that the ``pi`` sum to the
+human labels left; the Bernoulli draws beyond that count are dropped at random. Their
+squared error of label *indices* is a bug: here the 0-1 error (``1 - cos`` for summaries).
+
+``cdi-ensemble`` is the project's earlier CDI (``sampling="stream"``, below) on the
+``confidence="auto"`` signal (entropy over the task's models where no confidence is
+recorded). The label outside the human arm is the labeller's answer in both.
+
 Stream over the items in a random order (their notebooks shuffle the data). Every item has
 the LLM's label and its confidence. The first ``burnin`` items get a human label; an error
 model maps confidence to the expected squared error of the LLM label, fitted on the
@@ -39,6 +52,7 @@ from quorum.baselines._common import (
 from quorum.baselines._confidence import (
     ConfidenceBaseline,
     ConfidenceMode,
+    Substitute,
     embed_texts,
     paired_cosine,
     plan_info,
@@ -46,6 +60,7 @@ from quorum.baselines._confidence import (
 from quorum.routing.base import AnnotationSource
 
 ErrorModel = Literal["gbr", "isotonic", "logistic"]
+Sampling = Literal["authors", "stream"]
 
 
 def fit_error_model(kind: ErrorModel, conf: np.ndarray, err: np.ndarray):
@@ -97,6 +112,26 @@ def _histogram(
     return xs, ys, cnt[keep]
 
 
+def budget_probabilities(scale: np.ndarray, n_human: float) -> np.ndarray:
+    """``min(1, c * scale)`` with ``c`` bisected so that the sum is ``n_human`` (the
+    authors' ``compute_sampling_probs``); clipped to ``[1e-8, 1]``."""
+    scale = np.asarray(scale, dtype=np.float64)
+    if len(scale) == 0:
+        return np.empty(0)
+    if n_human <= 0:
+        return np.zeros(len(scale))
+    if n_human >= len(scale):
+        return np.ones(len(scale))
+    lo, hi = 0.0, 1e6
+    for _ in range(50):
+        mid = 0.5 * (lo + hi)
+        if np.minimum(1.0, mid * scale).sum() > n_human:
+            hi = mid
+        else:
+            lo = mid
+    return np.clip(np.minimum(1.0, 0.5 * (lo + hi) * scale), 1e-8, 1.0)
+
+
 def sampling_probability(u_t: float, mean_u: float, frac: float, tau: float) -> float:
     """CDI's pi_t: proportional to uncertainty, mixed with uniform by ``tau``, clipped."""
     p = u_t / mean_u * frac if mean_u > 0 else frac
@@ -108,14 +143,20 @@ class CDIRouter(ConfidenceBaseline):
 
     Parameters
     ----------
-    burnin: items at the start of the stream that always get a human (50 in their code).
-    refit_every: refit the error model every this many items (200 per the notes; their
-        stance notebook uses 50).
-    tau: mixing weight of uniform sampling (0.1).
+    sampling: "authors" (default: the QUORUM authors' reproduction, see the module
+        docstring) or "stream" (CDI's own notebooks: burn-in, refits, ``tau`` mixing).
+    warmup, warmup_share: "authors": warm-up items with a human (30, or
+        ``warmup_share * T`` = 20 % of the items when the human budget exceeds that).
+    burnin: "stream": items at the start of the stream that always get a human (50 in
+        their code).
+    refit_every: "stream": refit the error model every this many items (200 per the
+        notes; their stance notebook uses 50).
+    tau: "stream": mixing weight of uniform sampling (0.1).
     error_model: "gbr" (default), "isotonic" or "logistic" (see the module docstring).
     llm_label: "labeller" (default, CDI's LLM label) or "majority" (vote over the answers
         bought for the entropy substitute).
-    confidence, labeller, entropy_annotators: see ``ConfidenceBaseline``.
+    confidence, labeller, entropy_annotators, substitute: see ``ConfidenceBaseline``
+        (default ``confidence="paper"``: the labeller's own confidence).
     """
 
     name = "cdi"
@@ -127,13 +168,21 @@ class CDIRouter(ConfidenceBaseline):
         tau: float = 0.1,
         error_model: ErrorModel = "gbr",
         llm_label: Literal["labeller", "majority"] = "labeller",
-        confidence: ConfidenceMode = "auto",
+        confidence: ConfidenceMode = "paper",
         labeller: str | None = None,
         entropy_annotators: list[str] | None = None,
+        substitute: Substitute = "agreement",
+        sampling: Sampling = "authors",
+        warmup: int = 30,
+        warmup_share: float = 0.2,
     ) -> None:
-        super().__init__(confidence, labeller, entropy_annotators)
+        super().__init__(confidence, labeller, entropy_annotators, substitute)
         if burnin < 0 or refit_every < 1 or not 0.0 <= tau <= 1.0:
             raise ValueError("need burnin >= 0, refit_every >= 1 and 0 <= tau <= 1")
+        if sampling not in ("authors", "stream"):
+            raise ValueError("sampling must be 'authors' or 'stream'")
+        if warmup < 0 or not 0.0 <= warmup_share <= 1.0:
+            raise ValueError("need warmup >= 0 and 0 <= warmup_share <= 1")
         if error_model not in ("gbr", "isotonic", "logistic"):
             raise ValueError("error_model must be 'gbr', 'isotonic' or 'logistic'")
         if llm_label not in ("labeller", "majority"):
@@ -143,8 +192,88 @@ class CDIRouter(ConfidenceBaseline):
         self.tau = tau
         self.error_model = error_model
         self.llm_label = llm_label
+        self.sampling = sampling
+        self.warmup = warmup
+        self.warmup_share = warmup_share
 
     def _route(self, run: RouteRun) -> Routed:
+        if self.sampling == "authors":
+            return self._route_authors(run)
+        return self._route_stream(run)
+
+    def _route_authors(self, run: RouteRun) -> Routed:
+        """Warm-up, one error model, ``pi`` bisected to the budget (the authors' code)."""
+        problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
+        ids, T, human = run.ids, run.T, run.human
+        summaries = not problem.task.type.has_labels
+        plan, sig, order, cap = self.buy_signals(problem, rec, budget, rng)
+        llm_out = sig.aggregate if self.llm_label == "majority" else sig.label
+        conf = sig.confidence.copy()
+        seen = conf[~np.isnan(conf)]
+        conf[np.isnan(conf)] = float(seen.mean()) if len(seen) else 0.5
+
+        n_human = affordable_humans(rec, cap)
+        share = int(self.warmup_share * T)
+        warm = min(share if n_human > share else self.warmup, n_human, T)
+        warm_items = [int(t) for t in order[:warm]]
+        outs = rec.annotate_many([(ids[t], human) for t in warm_items], phase="burnin")
+        got = [(t, o.output) for t, o in zip(warm_items, outs, strict=True) if o is not None]
+        ok = [(t, h) for t, h in got if h is not None]
+        if summaries:
+            err = summary_errors(rec.source, ok, llm_out)
+        else:
+            err = [0.0 if llm_out[t] == h else 1.0 for t, h in ok]
+        model = fit_error_model(self.error_model, conf[[t for t, _ in ok]], np.array(err))
+
+        rest = order[warm:]
+        pred = np.clip(model(conf[rest]), 1e-12, None) if len(rest) else np.empty(0)
+        n_left = max(0, n_human - len(got))
+        pi = budget_probabilities(np.sqrt(pred), n_left)
+        xi = rng.random(len(rest)) < pi
+        if xi.sum() > n_left:  # the authors drop the extra draws at random
+            ones = np.flatnonzero(xi)
+            xi[rng.choice(ones, size=int(xi.sum()) - n_left, replace=False)] = False
+        chosen = [int(t) for t in rest[xi]]
+        outs = rec.annotate_many([(ids[t], human) for t in chosen], phase="route")
+        asked = [t for t, _ in got] + [
+            t for t, o in zip(chosen, outs, strict=True) if o is not None
+        ]
+
+        outputs = {ids[t]: llm_out[t] for t in range(T)}
+        labels = label_frame(ids, rec, outputs)
+        to_human = np.zeros(T, dtype=bool)
+        to_human[asked] = True
+        step = np.empty(T, dtype=int)
+        step[order] = np.arange(T)
+        pis = np.full(T, np.nan)
+        pis[order[:warm]] = 1.0
+        pis[rest] = pi
+        trace = pd.DataFrame(
+            {
+                "item_id": ids,
+                "step": step,
+                "confidence": sig.confidence,
+                "pi": pis,
+                "human": to_human,
+            }
+        )
+        info = plan_info(plan, sig)
+        info.update(
+            {
+                "rule": "warm-up, then Bernoulli(pi), pi = min(1, c sqrt(predicted error)) "
+                "summing to the budget (authors' ppi_router)",
+                "sampling": "authors",
+                "n_human_expected": int(n_human),
+                "warmup_used": int(warm),
+                "error_model": self.error_model,
+                "llm_label": self.llm_label,
+                "degraded": bool(sig.estimated.sum() < T),
+            }
+        )
+        return Routed(labels, info, trace)
+
+    def _route_stream(self, run: RouteRun) -> Routed:
+        """CDI's own notebooks: burn-in, refits every ``refit_every`` items, ``tau``."""
         problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
         ids, T, human = run.ids, run.T, run.human
         summaries = not problem.task.type.has_labels
@@ -218,6 +347,7 @@ class CDIRouter(ConfidenceBaseline):
         info.update(
             {
                 "rule": "Bernoulli(pi_t), pi_t ~ sqrt(predicted error(confidence))",
+                "sampling": "stream",
                 "n_human_expected": int(n_human),
                 "burnin_used": int(burn),
                 "frac": float(frac),
@@ -227,6 +357,44 @@ class CDIRouter(ConfidenceBaseline):
             }
         )
         return Routed(labels, info, trace)
+
+
+class CDIEnsembleRouter(CDIRouter):
+    """The project's earlier CDI: CDI's own stream rule (``sampling="stream"``) on the
+    ``confidence="auto"`` signal (entropy over the task's models where no confidence is
+    recorded). Same parameters as :class:`CDIRouter`."""
+
+    name = "cdi-ensemble"
+
+    def __init__(
+        self,
+        burnin: int = 50,
+        refit_every: int = 200,
+        tau: float = 0.1,
+        error_model: ErrorModel = "gbr",
+        llm_label: Literal["labeller", "majority"] = "labeller",
+        confidence: ConfidenceMode = "auto",
+        labeller: str | None = None,
+        entropy_annotators: list[str] | None = None,
+        substitute: Substitute = "agreement",
+        sampling: Sampling = "stream",
+        warmup: int = 30,
+        warmup_share: float = 0.2,
+    ) -> None:
+        super().__init__(
+            burnin,
+            refit_every,
+            tau,
+            error_model,
+            llm_label,
+            confidence,
+            labeller,
+            entropy_annotators,
+            substitute,
+            sampling,
+            warmup,
+            warmup_share,
+        )
 
 
 def summary_errors(

@@ -1,11 +1,18 @@
 """CoAnnotating (Li et al., EMNLP 2023): uncertainty-ranked, one-batch allocation.
 
-Every item is answered by the LLM under several prompt wordings (here: the recorded
-prompts or, as a substitute, the task's models); uncertainty is the entropy of those
-answers (or 1 - confidence where a confidence is recorded / asked live). Items are
-sorted by uncertainty and the most uncertain ones go to humans, as many as the budget
-allows; the rest keep the LLM label, the majority over the answers (SALT-NLP/CoAnnotating
-notebooks). All uncertainty calls are paid for every item before the allocation.
+``coannotating`` is the form the QUORUM paper reproduced (amazon-science/QUORUM,
+``routers/co_annotating_router.py``): one labelling LLM (the cheapest) labels every item
+and gives its own confidence (one paid call per item; a named substitute where the data
+has none, see :mod:`quorum.baselines._confidence`); the least confident items go to
+humans, the rest keep the labeller's answer.
+
+``coannotating-ensemble`` is CoAnnotating's own signal as SALT-NLP/CoAnnotating's
+notebooks compute it, on whatever the data has: every item is answered under several
+prompt wordings (here: the recorded prompts or, as a substitute, the task's models);
+uncertainty is the entropy of those answers; the rest keep the majority answer.
+
+Either way all uncertainty calls are paid for every item before the allocation, and the
+most uncertain items go to humans in one batch, as many as the budget allows.
 
 Budget (our rule; the source code takes no budget): auditor, the ``B`` most uncertain
 items; dollars, the most uncertain ``floor(money left after the estimate / c_H)`` items.
@@ -25,19 +32,25 @@ from quorum.baselines._common import (
     label_frame,
     ranked,
 )
-from quorum.baselines._confidence import ConfidenceBaseline, ConfidenceMode, plan_info
+from quorum.baselines._confidence import (
+    ConfidenceBaseline,
+    ConfidenceMode,
+    Substitute,
+    plan_info,
+)
 
 
 class CoAnnotatingRouter(ConfidenceBaseline):
-    """Send the most uncertain items to humans.
+    """Send the most uncertain items to humans (the paper's form: the labeller's own
+    answer and confidence).
 
     Parameters
     ----------
-    confidence, labeller, entropy_annotators:
+    confidence, labeller, entropy_annotators, substitute:
         see :class:`~quorum.baselines._confidence.ConfidenceBaseline`.
     llm_label:
-        "majority" (default, as CoAnnotating: the vote over prompts/models; the medoid
-        summary for summaries) or "labeller" (the labelling LLM's own answer).
+        "labeller" (default: the labelling LLM's own answer) or "majority" (the vote over
+        the prompts/models bought for uncertainty; the medoid summary for summaries).
     """
 
     name = "coannotating"
@@ -45,12 +58,13 @@ class CoAnnotatingRouter(ConfidenceBaseline):
 
     def __init__(
         self,
-        confidence: ConfidenceMode = "auto",
+        confidence: ConfidenceMode = "paper",
         labeller: str | None = None,
         entropy_annotators: list[str] | None = None,
-        llm_label: Literal["majority", "labeller"] = "majority",
+        llm_label: Literal["majority", "labeller"] = "labeller",
+        substitute: Substitute = "agreement",
     ) -> None:
-        super().__init__(confidence, labeller, entropy_annotators)
+        super().__init__(confidence, labeller, entropy_annotators, substitute)
         if llm_label not in ("majority", "labeller"):
             raise ValueError("llm_label must be 'majority' or 'labeller'")
         self.llm_label = llm_label
@@ -89,3 +103,24 @@ class CoAnnotatingRouter(ConfidenceBaseline):
             }
         )
         return Routed(labels, info, trace)
+
+
+class CoAnnotatingEnsembleRouter(CoAnnotatingRouter):
+    """CoAnnotating over several answers per item: entropy over the recorded prompts (or,
+    a substitute, the task's models) and the majority answer as the LLM label.
+
+    Same parameters as :class:`CoAnnotatingRouter`; only the defaults differ
+    (``confidence="auto"``, ``llm_label="majority"``).
+    """
+
+    name = "coannotating-ensemble"
+
+    def __init__(
+        self,
+        confidence: ConfidenceMode = "auto",
+        labeller: str | None = None,
+        entropy_annotators: list[str] | None = None,
+        llm_label: Literal["majority", "labeller"] = "majority",
+        substitute: Substitute = "agreement",
+    ) -> None:
+        super().__init__(confidence, labeller, entropy_annotators, llm_label, substitute)

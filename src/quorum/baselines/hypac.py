@@ -1,387 +1,297 @@
-"""HyPAC (Zeng et al., 2026) as PAC labeling with uncertainty thresholds.
+"""HyPAC (Zeng et al., 2026) as the QUORUM paper ran it: one LLM per item by confidence tier.
 
-HyPAC has no public code; this follows the nearest public code, PAC labeling
-(tijana-zrnic/pac-labels, ``pac_labeling``): ``num_draws`` items are drawn uniformly with
-replacement, each draw is kept with probability ``pi`` (``xi ~ Bernoulli(pi)``) and the kept
-items get a human label; the importance-weighted errors ``loss * xi / pi`` of the draws give
-a one-sided CLT upper confidence bound (level ``alpha``) on the error of auto-labelling the
-items with uncertainty below ``lambda``; a binary search over the sorted uncertainties finds
-the largest ``lambda`` whose bound stays <= ``epsilon``. Items with ``u >= lambda`` go to the
-human. Uncertainty is ``1 - confidence`` of the labelling LLM.
+What the authors' code does (amazon-science/QUORUM, ``routers/pac_router.py``), re-implemented:
+the uncertainty of an item is ``U = 1 - confidence`` of the labelling LLM. A random
+calibration set (``calibration_share`` = 15 % of the human budget) gets a human label and
+every tier's answer; each calibration item is kept with probability ``pi`` (weight
+``xi / pi``). Tiers are the LLMs from the cheapest up, then the human. Every
+non-decreasing tuple of thresholds ``u_1 <= ... <= u_k`` on the calibration uncertainties
+sends an item to tier ``#{j: u_j < U}``; among the tuples whose one-sided CLT upper bound
+(level ``alpha``, ``ddof=1``) on the weighted 0-1 loss of the calibration items is at most
+``epsilon``, the one with the smallest calibration cost wins (none passes: thresholds 0,
+every item with ``U > 0`` to the human). The other items are routed most uncertain first;
+auditor: a human-tier item goes to the strongest LLM once the human budget is spent;
+dollars: an item steps down to the dearest tier the money left still pays for.
 
-Our guesses (parameters):
-- ``epsilon=None`` (default) sweeps ``epsilon_grid`` upwards and keeps the smallest epsilon
-  whose allocation fits the budget, so that HyPAC is compared at equal budget; a number
-  runs plain PAC labeling at that error target (capped at the budget).
-- calibration labels take at most ``calibration_share`` of the human budget (``num_draws``
-  is cut short when they would exceed it).
-- dollars, with two or more LLMs: two thresholds ``lambda_S <= lambda_H``: the cheap LLM
-  keeps ``u < lambda_S``, the strong LLM (``strong_llm``, default the most expensive)
-  takes ``lambda_S <= u < lambda_H``, the human the rest. The strong LLM also answers the
-  calibration items; every pair on a grid of ``n_grid`` uncertainty quantiles gets the
-  bound of the cascade's weighted error and its cost; the sweep keeps the pair with the
-  smallest bound that fits the budget (a fixed ``epsilon``: the cheapest pair within it),
-  i.e. each item goes to the cheapest source that keeps the guarantee. The auditor
-  setting has one threshold (cheapest LLM vs human).
-- ``spend_all``: with the sweep, human budget that even ``epsilon = 0`` leaves unused is
-  spent on the next most uncertain items (plain PAC labeling would leave it unused).
-- only the CLT bound (their ``asymptotic=True``), not the betting (WSR) bound.
+Ours (the authors' code does not need them): every call is paid when it is made (their
+code charges every LLM on every item up front in dollars and counts no LLM cost in the
+auditor setting); the labeller's answer and confidence are bought for every item and a
+tier's answer only where it is used (calibration, routed items); the threshold grid is cut
+to ``n_grid`` quantiles of the calibration uncertainties when there are more distinct
+values (the authors' triple loop over every value is cubic); items whose confidence the
+money could not buy keep the labeller's answer; summaries use ``1 - cos`` as the loss.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+from itertools import combinations_with_replacement
 
 import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from quorum.baselines._common import (
-    Routed,
-    RouteRun,
-    affordable_humans,
-    label_frame,
+from quorum.baselines._common import Routed, RouteRun, affordable_humans, label_frame
+from quorum.baselines._confidence import (
+    ConfidenceBaseline,
+    ConfidenceMode,
+    Substitute,
+    extra_cost,
+    plan_info,
 )
-from quorum.baselines._confidence import ConfidenceBaseline, ConfidenceMode, plan_info
 from quorum.baselines.cdi import summary_errors
-from quorum.routing.base import RoutingProblem
+from quorum.routing.base import AnnotationSource, RoutingProblem
 from quorum.routing.recorder import CallRecorder
 
 
-def _finite(x: float) -> float | None:
-    """JSON-friendly threshold: None for +inf (no item above it)."""
-    return None if not np.isfinite(x) else float(x)
+def tier_of(u: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """Tier of each uncertainty: how many thresholds lie strictly below it."""
+    return (np.asarray(u)[None, :] > np.asarray(thresholds)[:, None]).sum(axis=0)
 
 
-def ucb(z: np.ndarray, alpha: float) -> float:
-    """One-sided CLT upper bound of the mean of ``z`` (as ``mean_ci`` in pac-labels)."""
-    if len(z) == 0:
-        return np.inf
-    return float(z.mean() + norm.isf(alpha) * z.std() / np.sqrt(len(z)))
+def clt_ucb(x: np.ndarray, alpha: float) -> np.ndarray:
+    """One-sided CLT upper bound of the row means of ``x`` (sample std, ``ddof=1``)."""
+    n = x.shape[-1]
+    if n == 0:
+        return np.full(x.shape[:-1], np.inf)
+    std = x.std(axis=-1, ddof=1) if n > 1 else np.zeros(x.shape[:-1])
+    return x.mean(axis=-1) + norm.ppf(1.0 - alpha) * std / np.sqrt(n)
 
 
-def pac_threshold(
-    candidates: np.ndarray,
-    u_draw: np.ndarray,
-    z_draw: np.ndarray,
+def best_thresholds(
+    u_cal: np.ndarray,
+    loss: np.ndarray,
+    weights: np.ndarray,
+    tier_cost: np.ndarray,
     epsilon: float,
     alpha: float,
-) -> float:
-    """Largest candidate ``lambda`` with ``UCB(z * 1[u < lambda]) <= epsilon``.
+    n_grid: int = 41,
+    chunk: int = 4096,
+) -> tuple[np.ndarray, bool]:
+    """The cheapest threshold tuple whose bound on the weighted loss is at most ``epsilon``.
 
-    ``candidates`` sorted ascending; ``u_draw``/``z_draw`` the uncertainty and weighted loss
-    of each draw. Binary search as in pac-labels; returns ``candidates[0]`` (everything to
-    the human) when no candidate passes.
+    ``loss[j, i]``: loss of tier ``j`` on calibration item ``i`` (the last tier, the
+    human, is 0); ``tier_cost[j]``: its price. Returns (thresholds, found); not found:
+    zeros (every item with ``U > 0`` to the human), as the authors' code.
     """
-    lo, hi = 0, len(candidates) - 1
-    while lo <= hi:
-        j = (lo + hi) // 2
-        if ucb(z_draw * (u_draw < candidates[j]), alpha) > epsilon:
-            hi = j - 1
-        else:
-            lo = j + 1
-    return float(candidates[max(lo - 1, 0)])
+    k = loss.shape[0] - 1
+    grid = np.unique(u_cal)
+    if len(grid) > n_grid:
+        grid = np.unique(np.quantile(u_cal, np.linspace(0.0, 1.0, n_grid), method="lower"))
+    combos = np.array(list(combinations_with_replacement(range(len(grid)), k)), dtype=np.int64)
+    best, best_cost = None, np.inf
+    cols = np.arange(len(u_cal))
+    for s in range(0, len(combos), chunk):
+        th = grid[combos[s : s + chunk]]  # (c, k)
+        tiers = (u_cal[None, None, :] > th[:, :, None]).sum(axis=1)  # (c, n)
+        x = loss[tiers, cols[None, :]] * weights[None, :]
+        ok = clt_ucb(x, alpha) <= epsilon
+        if not ok.any():
+            continue
+        cost = tier_cost[tiers].sum(axis=1)
+        cost = np.where(ok, cost, np.inf)
+        j = int(np.argmin(cost))  # first of the cheapest, as the authors' strict '<'
+        if cost[j] < best_cost:
+            best, best_cost = th[j], float(cost[j])
+    if best is None:
+        return np.zeros(k), False
+    return np.asarray(best, dtype=np.float64), True
 
 
-def two_thresholds(
-    grid: np.ndarray,
-    u_open: np.ndarray,
-    u_draw: np.ndarray,
-    z_cheap: np.ndarray,
-    z_strong: np.ndarray,
-    alpha: float,
-    c_strong: float,
-    c_human: float,
-) -> pd.DataFrame:
-    """Bound and cost of every pair ``lambda_S <= lambda_H`` on ``grid``.
-
-    Items with ``u < lambda_S`` keep the cheap LLM, ``lambda_S <= u < lambda_H`` go to the
-    strong LLM, ``u >= lambda_H`` to the human. ``bound`` is the CLT upper bound of the
-    cascade's importance-weighted error on the draws; ``cost`` what the open items
-    (``u_open``) would cost.
-    """
-    uo = np.sort(u_open)
-    below = np.searchsorted(uo, grid, side="left")
-    rows = []
-    for j2, lam_h in enumerate(grid):
-        lam_s = grid[: j2 + 1]
-        strong_part = np.where(u_draw < lam_h, z_strong, 0.0)
-        z = np.where(u_draw[None, :] < lam_s[:, None], z_cheap[None, :], strong_part[None, :])
-        if z.shape[1]:
-            bound = z.mean(axis=1) + norm.isf(alpha) * z.std(axis=1) / np.sqrt(z.shape[1])
-        else:
-            bound = np.full(len(lam_s), np.inf)
-        n_s = below[j2] - below[: j2 + 1]
-        n_h = np.full(len(lam_s), len(uo) - below[j2])
-        rows.append(
-            pd.DataFrame(
-                {"lam_s": lam_s, "lam_h": lam_h, "bound": bound, "n_strong": n_s, "n_human": n_h}
-            )
-        )
-    out = pd.concat(rows, ignore_index=True)
-    out["cost"] = out["n_strong"] * c_strong + out["n_human"] * c_human
+def tier_losses(
+    rec: CallRecorder,
+    items: list[int],
+    truth: dict[int, str],
+    pred: np.ndarray,
+    summaries: bool,
+) -> np.ndarray:
+    """Loss of ``pred`` on each calibration item: 0-1 (labels) or ``1 - cos`` (summaries);
+    1 where the item has no human answer or no prediction."""
+    out = np.ones(len(items))
+    have = [j for j, t in enumerate(items) if t in truth]
+    if not summaries:
+        for j in have:
+            t = items[j]
+            out[j] = 0.0 if pred[t] is not None and pred[t] == truth[t] else 1.0
+        return out
+    errs = summary_errors(rec.source, [(items[j], truth[items[j]]) for j in have], pred)
+    out[have] = errs
     return out
 
 
 class HyPACRouter(ConfidenceBaseline):
-    """PAC-calibrated uncertainty thresholds; epsilon swept to fit the budget.
+    """One source per item by confidence tier (the QUORUM paper's HyPAC).
 
     Parameters
     ----------
-    epsilon: target error; None (default) = the smallest epsilon of ``epsilon_grid`` that
-        fits the budget.
-    alpha: 1 - confidence of the PAC guarantee (0.05).
-    num_draws: calibration draws with replacement (500, as pac-labels).
-    sampling_prob: ``pi``, probability that a draw is sent to the human (0.2, as the
-        pac-labels README).
-    calibration_share: most of the human budget calibration may use (0.5).
-    epsilon_grid: epsilons tried when sweeping (default 0, 0.0025, ..., 1).
-    strong_llm: "auto" (the most expensive LLM, dollars only), a name, or None (one
-        threshold).
-    spend_all: when sweeping, if even the smallest epsilon leaves human budget unused (or
-        ties in a coarse uncertainty block the next threshold), send the next most
-        uncertain items to humans until the budget is spent (True; False = plain PAC).
-    n_grid: uncertainty quantiles tried for the two thresholds (dollars, 101).
-    llm_label, confidence, labeller, entropy_annotators: as in ``CDIRouter``.
+    epsilon: error target of the PAC bound (0.1, as the authors' code).
+    alpha: 1 - confidence of the bound (0.05).
+    sampling_prob: ``pi``, chance that a calibration item counts (weight ``1 / pi``; 0.5).
+    calibration_share: calibration size as a share of the human budget (0.15; dollars:
+        of the human labels the money left after the labels and confidences pays for).
+    n_grid: most distinct threshold values tried per tier (41 quantiles).
+    tiers: the LLM tiers, cheapest first (default: the labeller, then the task's other
+        LLMs by price).
+    confidence, labeller, entropy_annotators, substitute: see ``ConfidenceBaseline``
+        (default ``confidence="paper"``: the labeller's own confidence).
     """
 
     name = "hypac"
 
     def __init__(
         self,
-        epsilon: float | None = None,
+        epsilon: float = 0.1,
         alpha: float = 0.05,
-        num_draws: int = 500,
-        sampling_prob: float = 0.2,
-        calibration_share: float = 0.5,
-        epsilon_grid: Sequence[float] | None = None,
-        strong_llm: str | None = "auto",
-        spend_all: bool = True,
-        n_grid: int = 101,
-        llm_label: Literal["labeller", "majority"] = "labeller",
-        confidence: ConfidenceMode = "auto",
+        sampling_prob: float = 0.5,
+        calibration_share: float = 0.15,
+        n_grid: int = 41,
+        tiers: list[str] | None = None,
+        confidence: ConfidenceMode = "paper",
         labeller: str | None = None,
         entropy_annotators: list[str] | None = None,
+        substitute: Substitute = "agreement",
     ) -> None:
-        super().__init__(confidence, labeller, entropy_annotators)
-        if not 0.0 < sampling_prob <= 1.0 or not 0.0 < alpha < 1.0:
-            raise ValueError("need 0 < sampling_prob <= 1 and 0 < alpha < 1")
-        if not 0.0 <= calibration_share <= 1.0 or num_draws < 0:
-            raise ValueError("need 0 <= calibration_share <= 1 and num_draws >= 0")
-        if llm_label not in ("labeller", "majority"):
-            raise ValueError("llm_label must be 'labeller' or 'majority'")
+        super().__init__(confidence, labeller, entropy_annotators, substitute)
+        if not 0.0 <= epsilon <= 1.0 or not 0.0 < alpha < 1.0:
+            raise ValueError("need 0 <= epsilon <= 1 and 0 < alpha < 1")
+        if not 0.0 < sampling_prob <= 1.0 or not 0.0 <= calibration_share <= 1.0:
+            raise ValueError("need 0 < sampling_prob <= 1 and 0 <= calibration_share <= 1")
+        if n_grid < 2:
+            raise ValueError("n_grid must be at least 2")
         self.epsilon = epsilon
         self.alpha = alpha
-        self.num_draws = num_draws
         self.sampling_prob = sampling_prob
         self.calibration_share = calibration_share
-        self.epsilon_grid = None if epsilon_grid is None else [float(e) for e in epsilon_grid]
-        self.strong_llm = strong_llm
-        self.spend_all = spend_all
         self.n_grid = n_grid
-        self.llm_label = llm_label
+        self.tiers = list(tiers) if tiers else None
 
-    def _strong(self, problem: RoutingProblem, labeller: str) -> str | None:
-        if problem.setting != "dollars" or self.strong_llm is None:
-            return None
+    def tier_names(self, problem: RoutingProblem, source: AnnotationSource) -> list[str]:
+        """The LLM tiers, the labeller first."""
+        lab = self.plan(problem, source).labeller
         names = [a.name for a in problem.llms]
-        s = names[-1] if self.strong_llm == "auto" else self.strong_llm
-        if s not in names:
-            raise ValueError(f"strong_llm {s!r} is not one of the task's LLMs {names}")
-        return None if s == labeller else s
+        if self.tiers:
+            unknown = sorted(set(self.tiers) - set(names))
+            if unknown:
+                raise ValueError(f"tiers {unknown} are not LLMs of the task ({names})")
+            rest = [a for a in self.tiers if a != lab]
+        else:
+            rest = sorted((a for a in names if a != lab), key=source.price)
+        return [lab, *rest]
+
+    def extra_cost_estimate(self, problem: RoutingProblem, source: AnnotationSource) -> float:
+        """Confidence on every item plus, at most, every other tier's answer on every item."""
+        if not problem.llms:
+            return 0.0
+        plan = self.plan(problem, source)
+        tiers = self.tier_names(problem, source)
+        more = sum(source.price(a) for a in tiers[1:] if a not in plan.others)
+        return extra_cost(plan, problem.n_items) + problem.n_items * more
 
     def _route(self, run: RouteRun) -> Routed:
         problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
         ids, T, human = run.ids, run.T, run.human
         summaries = not problem.task.type.has_labels
         plan, sig, _order, cap = self.buy_signals(problem, rec, budget, rng)
-        strong = self._strong(problem, plan.labeller)
-        llm_out = sig.aggregate if self.llm_label == "majority" else sig.label
+        tiers = self.tier_names(problem, rec.source)
+        k = len(tiers)
         c_h = rec.price(human)
-        c_s = rec.price(strong) if strong else 0.0
+        u = sig.uncertainty
+        known = sig.estimated & sig.labelled & ~np.isnan(u)
 
-        u = sig.uncertainty.copy()
-        finite = u[~np.isnan(u)]
-        u[np.isnan(u)] = finite.max() if len(finite) else 1.0  # unknown: most uncertain seen
-        candidates = np.append(np.unique(u), np.inf)  # inf: every item auto-labelled
+        def missing(t: int, names: list[str]) -> list[str]:
+            asked = rec.asked(ids[t])
+            return [a for a in names if a not in asked]
 
-        # ---- calibration draws (pac-labels: uniform with replacement, xi ~ Bern(pi))
-        n_h_money = affordable_humans(rec, cap)
-        per_cal = c_h + c_s
-        cal_cap = (
-            int(
-                np.floor(
-                    self.calibration_share * min(n_h_money * c_h, rec.budget.remaining) / per_cal
-                    + 1e-9
-                )
-            )
-            if per_cal > 0
-            else n_h_money
-        )
-        cal_cap = min(cal_cap, n_h_money)
-        pool = np.flatnonzero(sig.labelled)
-        draws_i: list[int] = []
-        draws_xi: list[int] = []
-        kept: dict[int, None] = {}
-        if len(pool):
-            for _ in range(self.num_draws):
-                i = int(pool[rng.integers(len(pool))])
-                xi = int(rng.random() < self.sampling_prob)
-                if xi and i not in kept and len(kept) >= cal_cap:
-                    break  # calibration budget spent: stop drawing
-                draws_i.append(i)
-                draws_xi.append(xi)
-                if xi:
-                    kept[i] = None
-        cal = list(kept)
+        # ---- calibration: a random share of the human budget, every tier answers
+        n_h = affordable_humans(rec, cap)
+        n_cal = max(1, int(self.calibration_share * n_h)) if n_h > 0 else 0
+        pool = [int(t) for t in rng.permutation(np.flatnonzero(known))]
+        cal: list[int] = []
+        money = rec.budget.remaining
+        for t in pool:
+            if len(cal) >= n_cal:
+                break
+            need = c_h + sum(rec.price(a) for a in missing(t, tiers[1:]))
+            if need > money + 1e-12:
+                break
+            money -= need
+            cal.append(t)
         outs = rec.annotate_many([(ids[t], human) for t in cal], phase="calibration")
         truth = {t: o.output for t, o in zip(cal, outs, strict=True) if o is not None and o.ok}
-        strong_truth: dict[int, str | None] = {}
-        if strong and cal:
-            souts = rec.annotate_many([(ids[t], strong) for t in cal], phase="calibration")
-            strong_truth = {
-                t: (o.output if o is not None and o.ok else None)
-                for t, o in zip(cal, souts, strict=True)
-            }
-
-        loss_cheap = self._losses(rec, cal, truth, llm_out, summaries)
-        loss_strong = (
-            self._losses(
-                rec,
-                cal,
-                truth,
-                np.array([strong_truth.get(t) for t in range(T)], dtype=object),
-                summaries,
-            )
-            if strong
-            else {}
+        rec.annotate_many(
+            [(ids[t], a) for t in cal for a in missing(t, tiers[1:])], phase="calibration"
         )
-        di = np.array(draws_i, dtype=int)
-        xi = np.array(draws_xi, dtype=float)
-        w = xi / self.sampling_prob
-        u_draw = u[di] if len(di) else np.empty(0)
-        z_cheap = np.array([loss_cheap.get(t, 1.0) for t in di]) * w if len(di) else np.empty(0)
-        z_strong = (
-            np.array([loss_strong.get(t, 1.0) for t in di]) * w
-            if len(di) and strong
-            else np.empty(0)
+        preds = [sig.label] + [self._answers(rec, ids, a) for a in tiers[1:]]
+        loss = np.zeros((k + 1, len(cal)))
+        for j in range(k):
+            loss[j] = tier_losses(rec, cal, truth, preds[j], summaries)
+        w = (rng.random(len(cal)) < self.sampling_prob) / self.sampling_prob
+        tier_cost = np.array([rec.price(a) for a in tiers] + [c_h])
+        th, found = best_thresholds(
+            u[cal], loss, w, tier_cost, self.epsilon, self.alpha, self.n_grid
         )
 
-        # ---- thresholds: fixed epsilon, or the smallest epsilon that fits the budget
+        # ---- route the other items, most uncertain first
         is_cal = np.zeros(T, dtype=bool)
         is_cal[cal] = True
+        open_ = np.flatnonzero(known & ~is_cal)
+        by_u = open_[np.lexsort((rng.random(len(open_)), -u[open_]))]
+        ideal = tier_of(u[by_u], th) if len(by_u) else np.empty(0, dtype=int)
         humans_left = max(0, cap - len(cal))
-
-        open_ = sig.labelled & ~is_cal
         money = rec.budget.remaining
-        chosen_eps: float | None = None
-        lam_s = float("inf")
-        if strong:
-            # cheapest source per item: search every (lambda_S, lambda_H) pair on a grid of
-            # uncertainty quantiles; sweep = the smallest bound that fits the budget
-            grid = np.append(
-                np.unique(
-                    np.quantile(u[open_] if open_.any() else u, np.linspace(0.0, 1.0, self.n_grid))
-                ),
-                np.inf,
-            )
-            pairs = two_thresholds(grid, u[open_], u_draw, z_cheap, z_strong, self.alpha, c_s, c_h)
-            fits = (pairs["cost"] <= money + 1e-9) & (pairs["n_human"] <= humans_left)
-            if self.epsilon is not None:
-                ok = pairs[pairs["bound"] <= self.epsilon]
-                pick = ok.sort_values(["cost", "bound"]).iloc[0] if len(ok) else pairs.iloc[0]
-                chosen_eps, fitted = float(self.epsilon), "fixed-epsilon"
-            else:
-                pick = pairs[fits].sort_values(["bound", "cost"]).iloc[0]
-                chosen_eps, fitted = float(pick["bound"]), "smallest bound that fits"
-            lam_h, lam_s = float(pick["lam_h"]), float(pick["lam_s"])
-        elif self.epsilon is not None:
-            chosen_eps, fitted = float(self.epsilon), "fixed-epsilon"
-            lam_h = pac_threshold(candidates, u_draw, z_cheap, chosen_eps, self.alpha)
-        else:
-            grid_e = sorted(self.epsilon_grid or np.linspace(0.0, 1.0, 401).tolist())
-            fitted = "fallback: no human beyond calibration"
-            lam_h = float("inf")
-            for eps in grid_e:
-                lam = pac_threshold(candidates, u_draw, z_cheap, eps, self.alpha)
-                n_hum = int((open_ & (u >= lam)).sum())
-                if n_hum <= humans_left and n_hum * c_h <= money + 1e-9:
-                    chosen_eps, fitted, lam_h = float(eps), "smallest epsilon that fits", lam
+        route = np.zeros(T, dtype=int)
+        for t, j in zip(by_u, ideal, strict=True):
+            j = int(j)
+            if j == k and humans_left <= 0:
+                j = k - 1  # auditor: no human left, the strongest LLM
+            while j > 0:
+                price = c_h if j == k else rec.price(tiers[j])
+                if j < k and tiers[j] in rec.asked(ids[t]):
+                    price = 0.0
+                if price <= money + 1e-12:
+                    money -= price
                     break
-
-        # ---- route: most uncertain first, so a capped run keeps the hardest items
-        by_u = [int(t) for t in np.lexsort((rng.random(T), -u)) if open_[t]]
-        n_afford = affordable_humans(rec, humans_left)
-        to_h = [t for t in by_u if u[t] >= lam_h][:n_afford]
-        plan_s = {t for t in by_u if lam_s <= u[t] < lam_h} if strong else set()
-        n_fill = 0
-        if self.spend_all and self.epsilon is None:
-            # epsilon = 0 (or the coarse uncertainty) left budget unused: lower the human
-            # threshold to spend it on the next most uncertain items
-            money = rec.budget.remaining - len(to_h) * c_h - len(plan_s) * c_s
-            chosen = set(to_h)
-            for t in by_u:
-                if len(to_h) >= n_afford:
-                    break
-                if t in chosen:
-                    continue
-                need = c_h - (c_s if t in plan_s else 0.0)
-                if money + 1e-12 < need:
-                    break
-                money -= need
-                to_h.append(t)
-                plan_s.discard(t)
-                n_fill += 1
+                j -= 1
+            if j == k:
+                humans_left -= 1
+            route[t] = j
+        to_h = [int(t) for t in by_u if route[t] == k]
         rec.annotate_many([(ids[t], human) for t in to_h], phase="route")
-        to_s: list[int] = []
-        if strong:
-            to_s = [t for t in by_u if t in plan_s]
-            souts = rec.annotate_many([(ids[t], strong) for t in to_s], phase="route")
-            to_s = [t for t, o in zip(to_s, souts, strict=True) if o is not None]
+        reqs = [
+            (ids[t], tiers[route[t]])
+            for t in by_u
+            if 0 < route[t] < k and tiers[route[t]] not in rec.asked(ids[t])
+        ]
+        rec.annotate_many(reqs, phase="route")
 
-        outputs = {ids[t]: llm_out[t] for t in range(T)}
-        for t in to_s:
-            o = rec.outputs(ids[t]).get(strong)
-            if o is not None:
-                outputs[ids[t]] = o
+        outputs = {ids[t]: sig.label[t] for t in range(T)}
+        for t in by_u:
+            if 0 < route[t] < k:
+                o = rec.outputs(ids[t]).get(tiers[route[t]])
+                if o is not None:
+                    outputs[ids[t]] = o
         labels = label_frame(ids, rec, outputs)
-        route = np.full(T, "llm", dtype=object)
-        route[to_s] = "strong"
-        route[to_h] = "human"
-        route[cal] = "calibration"
-        trace = pd.DataFrame({"item_id": ids, "uncertainty": sig.uncertainty, "route": route})
+        names = np.array([*tiers, "human"], dtype=object)
+        where = names[route]
+        where[~known] = tiers[0]
+        where[cal] = "calibration"
+        trace = pd.DataFrame({"item_id": ids, "uncertainty": u, "route": where})
         info = plan_info(plan, sig)
         info.update(
             {
-                "rule": "PAC labeling threshold on uncertainty (pac-labels)",
-                "epsilon": chosen_eps,
-                "epsilon_choice": fitted,
-                "lambda_human": _finite(lam_h),
-                "lambda_strong": _finite(lam_s) if strong else None,
-                "strong_llm": strong,
+                "rule": "cheapest tier per item under a PAC bound (authors' pac_router)",
+                "tiers": tiers,
+                "thresholds": [float(x) for x in th],
+                "thresholds_found": bool(found),
+                "epsilon": float(self.epsilon),
                 "calibration_labels": len(cal),
-                "calibration_draws": len(draws_i),
                 "n_routed_human": len(to_h),
-                "n_filled_to_budget": n_fill,
-                "n_routed_strong": len(to_s),
-                "llm_label": self.llm_label,
+                "n_per_tier": {str(n): int((where[known & ~is_cal] == n).sum()) for n in names},
                 "degraded": bool(sig.estimated.sum() < T),
             }
         )
         return Routed(labels, info, trace)
 
     @staticmethod
-    def _losses(
-        rec: CallRecorder,
-        items: list[int],
-        truth: dict[int, str],
-        pred: np.ndarray,
-        summaries: bool,
-    ) -> dict[int, float]:
-        """0-1 loss (labels) or ``1 - cos`` (summaries) of ``pred`` on the human-labelled items."""
-        have = [t for t in items if t in truth]
-        if not summaries:
-            return {t: 0.0 if pred[t] is not None and pred[t] == truth[t] else 1.0 for t in have}
-        errs = summary_errors(rec.source, [(t, truth[t]) for t in have], pred)
-        return dict(zip(have, errs, strict=True))
+    def _answers(rec: CallRecorder, ids: np.ndarray, name: str) -> np.ndarray:
+        """The answers of ``name`` bought so far, aligned with ``ids`` (None elsewhere)."""
+        return np.array([rec.outputs(i).get(name) for i in ids], dtype=object)

@@ -16,9 +16,11 @@ from quorum.routing.outputs import single_output_labels
 
 
 class RandomRouter(BaselineRouter):
+    """Uniformly random items to humans; ``llm_choice``: "cheapest" (default) or "uniform"."""
+
     name = "random"
 
-    def __init__(self, llm_choice: str = "uniform") -> None:
+    def __init__(self, llm_choice: str = "cheapest") -> None:
         if llm_choice not in ("uniform", "cheapest"):
             raise ValueError("llm_choice must be 'uniform' or 'cheapest'")
         self.llm_choice = llm_choice
@@ -69,3 +71,12 @@ class RandomRouter(BaselineRouter):
             "n_human_target": int(n_h),
         }
         return Routed(labels, info)
+
+
+class RandomUniformRouter(RandomRouter):
+    """Random with each LLM-labelled item's LLM drawn uniformly (dollars setting)."""
+
+    name = "random-uniform"
+
+    def __init__(self, llm_choice: str = "uniform") -> None:
+        super().__init__(llm_choice)

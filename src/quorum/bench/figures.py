@@ -24,6 +24,11 @@ COLORS = {
     "quorum": "#d62728",
     "quorum-paper": "#e377c2",
     "quorum-paper-authors-accounting": "#bcbd22",
+    # the baselines' earlier multi-model forms: lighter shades of their paper forms
+    "cdi-ensemble": "#aec7e8",
+    "coannotating-ensemble": "#98df8a",
+    "hypac-ensemble": "#c5b0d5",
+    "random-uniform": "#c7c7c7",
 }
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 

@@ -616,7 +616,14 @@ def noisy_tables(run: BenchRun) -> list[TableFile]:
 
 # ----------------------------------------------------------------- overhead
 FEATURE_METHODS = {"quorum", "quorum-paper", "quorum-paper-authors-accounting", "araida", "sant"}
-CONFIDENCE_METHODS = {"coannotating", "cdi", "hypac"}
+CONFIDENCE_METHODS = {
+    "coannotating",
+    "cdi",
+    "hypac",
+    "coannotating-ensemble",
+    "cdi-ensemble",
+    "hypac-ensemble",
+}
 
 
 def overhead_tables(run: BenchRun) -> list[TableFile]:
