@@ -328,8 +328,8 @@ class LabelStudioHumanQueue(HumanQueue):
             cfg.task.labels,
             instructions=bool(cfg.task.instructions),
             predictions=preds,
-            overlap=ls.overlap,
-            timeout=ls.timeout,
+            overlap=cfg.humans.labels_per_item,
+            timeout=cfg.humans.timeout,
             project_id=ls.project_id,
             page_size=ls.page_size,
             description=f"QUORUM project {cfg.name}: items routed to humans",
@@ -672,7 +672,10 @@ class LabelStudioHumanQueue(HumanQueue):
         for i in item_ids:
             self._unsent.pop(i, None)
             t = self._tasks.get(i)
-            if t is None or i in self._answers:
+            if i in self._answers:
+                continue
+            if t is None:  # never pushed (or deleted already): nothing left to answer
+                gone.append(i)
                 continue
             try:
                 cur = self.client.request("GET", f"/api/tasks/{t.task_id}/")

@@ -212,6 +212,9 @@ def annotate(
             concurrency=cfg.concurrency,
             redactor=redactor,
             on_event=progress.update,
+            gold=dict(zip(items["item_id"], items["gold"], strict=True))
+            if "gold" in items.columns
+            else None,
         )
         source.resubmit_pending()
         source.collect_answers()
@@ -225,12 +228,12 @@ def annotate(
             budget = Budget(cfg.budget.limit, human_limit=cfg.budget.human_limit)
             if cfg.budget.charge_interrupted and interrupted_total > 0:
                 budget.charge(min(interrupted_total, budget.remaining))
-            router = make_method(cfg.method, cfg.method_params)
+            router = make_method(cfg.method, _with_human_quality(cfg, source))
             result = router.route(problem, source, budget, seed=cfg.seed)
             ledger.write_result(run_id, passes, result.annotations, result.labels, result.trace)
             if source.frozen:
                 source.collect_answers()  # answers that came while the pass ran
-                if _all_answered(ledger, source.blocking):
+                if _all_resolved(ledger, source.blocking):
                     came += len(source.blocking)
                     continue
                 if wait_left <= 0:
@@ -270,8 +273,28 @@ def annotate(
         ledger.close()
 
 
-def _all_answered(ledger: Ledger, keys: dict[str, str]) -> bool:
-    return all((t := ledger.human_task(k)) is not None and t["status"] == "answered" for k in keys)
+def _with_human_quality(cfg: ProjectConfig, source: LiveSource) -> dict[str, Any]:
+    """The router's parameters, with the human arm's estimated quality where the router
+    takes one (``human_quality``) and the project does not set it itself."""
+    params = dict(cfg.method_params)
+    q = source.human_quality()
+    if q is None or "human_quality" in params:
+        return params
+    import inspect
+
+    router = make_method(cfg.method, params)
+    if "human_quality" in inspect.signature(type(router).__init__).parameters:
+        params["human_quality"] = q
+        log.debug("the human arm's quality for the router: %.2f", q)
+    return params
+
+
+def _all_resolved(ledger: Ledger, keys: dict[str, str]) -> bool:
+    """Every task ``keys`` has its labels, or expired (the router plans it without)."""
+    return all(
+        (t := ledger.human_task(k)) is not None and t["status"] in ("answered", "expired")
+        for k in keys
+    )
 
 
 def _wait_for(source: LiveSource, ledger: Ledger, deadline: float) -> tuple[int, bool]:
@@ -283,7 +306,7 @@ def _wait_for(source: LiveSource, ledger: Ledger, deadline: float) -> tuple[int,
     """
     keys = source.blocking
     n = len(keys)
-    answered = sum(_all_answered(ledger, {k: v}) for k, v in keys.items())
+    answered = sum(_all_resolved(ledger, {k: v}) for k, v in keys.items())
     if answered == n:
         return 0, True
     left = deadline - time.monotonic()
@@ -295,17 +318,20 @@ def _wait_for(source: LiveSource, ledger: Ledger, deadline: float) -> tuple[int,
         left,
         n - answered,
         f" in {folder}/answers.csv" if folder is not None else "",
-        _ids([v for k, v in keys.items() if not _all_answered(ledger, {k: v})]),
+        _ids([v for k, v in keys.items() if not _all_resolved(ledger, {k: v})]),
     )
     first = answered
     while answered < n:
         left = deadline - time.monotonic()
         if left <= 0:
             break
-        if not where.wait(left):
+        due = source.next_expiry()
+        if not where.wait(left if due is None else min(left, due + 0.05)) and (
+            due is None or due > left
+        ):
             continue
         source.collect_answers()
-        now = sum(_all_answered(ledger, {k: v}) for k, v in keys.items())
+        now = sum(_all_resolved(ledger, {k: v}) for k, v in keys.items())
         if now > answered:
             answered = now
             log.info("%d of %d human answer(s) came", answered - first, n - first)
