@@ -24,6 +24,7 @@ confidence over the human items is the human arm's quality for the router.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -144,7 +145,9 @@ def _soft_correct(checked: pd.DataFrame, gold: Mapping[str, str]) -> pd.Series:
     )
     ds = DawidSkene(n_iter=100)
     data = checked.reset_index(drop=True)
-    probas = ds.fit_predict_proba(data, truth if len(truth) else None)
+    with warnings.catch_warnings():  # crowd-kit 1.4 uses pandas keywords pandas 3 deprecates
+        warnings.simplefilter("ignore")
+        probas = ds.fit_predict_proba(data, truth if len(truth) else None)
     p = [float(probas.at[t, lab]) for t, lab in zip(data["task"], data["label"], strict=True)]
     out = pd.Series(p, index=checked.index)
     # an item whose gold label nobody gave: every label on it is wrong
