@@ -21,6 +21,8 @@ import pandas as pd
 from quorum.live.ledger import Ledger
 from quorum.live.reliability import Reliability
 
+SLOT_COLUMNS = ["request_key", "slot", "item_id", "call_id", "status", "person", "label",
+                "raw", "line", "answered_at"]  # fmt: skip
 #: slot statuses whose label counts (is paid and used)
 COUNTED = ("answered", "late")
 
@@ -31,9 +33,16 @@ class HumanBook:
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
 
+    def _has(self, table: str) -> bool:
+        """Whether the ledger has ``table`` (a read-only look at an older ledger may not)."""
+        return bool(self.ledger.query(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)))  # fmt: skip
+
     def labels(self, key: str | None = None) -> pd.DataFrame:
         """Slots (of the task ``key``, or all), in task and slot order."""
         where, args = ("WHERE request_key=?", (key,)) if key else ("", ())
+        if not self._has("human_labels"):
+            return pd.DataFrame(columns=SLOT_COLUMNS)
         return self.ledger.frame(
             "SELECT request_key, slot, item_id, call_id, status, person, label, raw, line, "
             f"answered_at FROM human_labels {where} ORDER BY request_key, slot",
@@ -199,6 +208,9 @@ class HumanBook:
             )
 
     def reliability_frame(self) -> pd.DataFrame:
+        if not self._has("human_reliability"):
+            return pd.DataFrame(columns=["person", "labels", "checked", "gold", "gold_correct",
+                                         "agreement", "accuracy", "weight"])  # fmt: skip
         return self.ledger.frame(
             "SELECT person, labels, checked, gold, gold_correct, agreement, accuracy, weight "
             "FROM human_reliability ORDER BY person"

@@ -23,6 +23,7 @@ import pandas as pd
 from quorum.errors import ConfigError
 from quorum.live.calls import Redactor
 from quorum.live.config import ProjectConfig
+from quorum.live.human_book import HumanBook
 from quorum.live.items import item_views, load_items
 from quorum.live.ledger import Ledger, money_str
 from quorum.live.problem import build_arms, build_problem, build_task, make_parser
@@ -376,6 +377,14 @@ def _settle_orphans(source: LiveSource, ledger: Ledger) -> tuple[int, int]:
     return len(orphan_ans), len(orphan_pend)
 
 
+def _float(x: Any) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if v != v else v
+
+
 def _ids(ids: list[str], most: int = 10) -> str:
     shown = ", ".join(map(str, ids[:most]))
     return shown + (f" and {len(ids) - most} more" if len(ids) > most else "")
@@ -486,6 +495,8 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
                 )[0][0]
             )
         tasks = ledger.human_tasks()
+        team = HumanBook(ledger).reliability_frame()
+        slots = HumanBook(ledger).labels()
         runs = int(ledger.query("SELECT count(*) FROM runs")[0][0])
         links = _human_links(cfg, tasks.loc[tasks["status"] == "pending", "item_id"].tolist())
     finally:
@@ -512,6 +523,12 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         "interrupted_possibly_billed": money_str(money["interrupted"]),
         "calls": by_status,
         "human_tasks": {k: int(v) for k, v in tasks["status"].value_counts().items()},
+        "human_labels": {k: int(v) for k, v in slots["status"].value_counts().items()},
+        "human_team": [
+            {k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+            for r in team.to_dict("records")
+        ],
+        "human_quality": _float(meta.get("human_quality")),
         "per_annotator": per,
         "runs": runs,
         "last_run": dict(last) if last is not None else None,
@@ -550,6 +567,7 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
             (rid, p),
         )
         tasks = ledger.human_tasks()
+        slots = HumanBook(ledger).labels()
         cost = ledger.frame(
             "SELECT item_id, sum(CAST(round(cost * 1000000000) AS INTEGER)) AS u FROM calls "
             "WHERE status IN ('ok','unparseable','failed','pending') GROUP BY item_id"
@@ -562,6 +580,11 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
     waiting = set(tasks.loc[tasks["status"] == "pending", "item_id"])
     answered = {r["item_id"]: r for r in tasks[tasks["status"] == "answered"].to_dict("records")}
     cost_u = dict(zip(cost["item_id"], cost["u"], strict=True))
+    given: dict[str, list[dict[str, Any]]] = {}
+    for r in slots[slots["status"].isin(("answered", "late", "late-unpaid"))].to_dict("records"):
+        given.setdefault(r["item_id"], []).append(
+            {"by": r["person"], "label": r["label"], "status": r["status"]}
+        )
     groups = {k: g for k, g in dec.groupby("item_id", sort=False)} if len(dec) else {}
     rows = []
     for r in labels.to_dict("records"):
@@ -592,6 +615,8 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
                 "answers": answers,
                 "statuses": statuses,
                 "cost": from_units(int(cost_u.get(iid, 0) or 0)),
+                "human_labels": given.get(iid, []) if r["human"] else [],
+                "human_confidence": _float(task["confidence"]) if task is not None else None,
                 "pending_human": iid in waiting,
                 "run_id": rid,
             }
@@ -616,7 +641,7 @@ def export(cfg: ProjectConfig, fmt: str, out: Path | None) -> Path:
                     f.write(json.dumps(rec, default=str, ensure_ascii=False) + "\n")
             return out
         flat = df.copy()
-        for col in ("labelled_by", "annotators", "answers", "statuses"):
+        for col in ("labelled_by", "annotators", "answers", "statuses", "human_labels"):
             flat[col] = flat[col].map(lambda v: json.dumps(v, ensure_ascii=False, default=str))
         if fmt == "csv":
             flat.to_csv(out, index=False)
