@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from quorum.data.schema import TaskType
 from quorum.live.human_book import HumanBook
 from quorum.live.humans import HumanAnswer
 from quorum.live.reliability import Reliability, estimate
@@ -306,7 +307,7 @@ class AnswerCollector:
         frame = pd.DataFrame({"task": lab["request_key"], "worker": lab["person"].fillna(""),
                               "label": lab["label"]})  # fmt: skip
         gold = {}
-        if self.src.gold:
+        if self.src.gold and self.src.task_type is not TaskType.summarization:
             for k, iid in zip(lab["request_key"], lab["item_id"], strict=True):
                 g = self.src.gold.get(iid)
                 if g is not None:
