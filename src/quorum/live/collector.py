@@ -68,6 +68,7 @@ class AnswerCollector:
         self.reliability = Reliability(n_classes=max(2, len(h.builder.labels)),
                                        prior_accuracy=h.prior_accuracy)  # fmt: skip
         self.quality: float | None = None
+        self._fitted = False
 
     # -- reading ---------------------------------------------------------------------
     def rows(self) -> dict[str, list[tuple[str, HumanAnswer]]]:
@@ -146,7 +147,7 @@ class AnswerCollector:
                     continue
                 self._attach(task, item_rows, slots_of.get(task["request_key"]), got)
         self.expire(got)
-        if got.any or self.quality is None:
+        if got.any or not self._fitted:
             self.refit(got)
         if got.done:
             h.queue.withdraw(got.done)
@@ -332,7 +333,9 @@ class AnswerCollector:
                         got.changed.append(t["item_id"])
                 self._close(t["request_key"], None)
         self.quality = sum(confs) / len(confs) if confs else None
-        self.book.save_reliability(self.reliability, self.quality)
+        self._fitted = True
+        if len(lab) or self.book.reliability_frame().shape[0]:
+            self.book.save_reliability(self.reliability, self.quality)
 
     def arm_quality(self) -> float | None:
         """The human arm's quality for the router (None: the router's own default)."""

@@ -239,7 +239,7 @@ class LiveSource:
         tasks = tasks[(tasks["given"] == 1) & tasks["item_id"].isin(list(self.items))]
         out = []
         for r in tasks.to_dict("records"):
-            cost = from_units(self.book.cost_units(r["request_key"]))
+            cost = self._task_cost(r["request_key"])
             out.append(Outcome(r["item_id"], self.human.name, r["label"], cost, raw=r["raw"]))
         return out
 
@@ -260,6 +260,14 @@ class LiveSource:
 
     def next_expiry(self) -> float | None:
         return None if self.collector is None else self.collector.next_expiry()
+
+    def _task_cost(self, key: str) -> float:
+        """What a human task cost (paid and held) as the router sees it: at most the k
+        labels it reserved. Late labels beyond them are paid from money nobody held; the
+        ledger (and so the project guard) counts them, the router's own budget does not."""
+        assert self.human is not None
+        cap = to_units(self.human.task_price)
+        return from_units(min(self.book.cost_units(key), cap))
 
     def _room(self, units: int) -> bool:
         """Whether the budget has ``units`` left beside what is paid, held and reserved."""
@@ -556,8 +564,8 @@ class LiveSource:
         task = self.ledger.human_task(key)
         status = task["status"] if task is not None else None
         if status == "answered":
-            cost = from_units(self.book.cost_units(key))
-            out = Outcome(item.item_id, h.name, task["label"], cost, raw=task["raw"])
+            out = Outcome(item.item_id, h.name, task["label"], self._task_cost(key),
+                          raw=task["raw"])  # fmt: skip
             self._event(out)
             return out
         if status == "expired":
@@ -587,7 +595,7 @@ class LiveSource:
                 self.book.reopen(key, h.price)
             self._settle(h.task_price, h.task_price)
             self._to_submit[item.item_id] = self._human_task(item, key)
-        cost = from_units(self.book.cost_units(key))
+        cost = self._task_cost(key)
         if not self.frozen:
             self.blocking[key] = item.item_id
         out = Outcome(item.item_id, h.name, None, cost, status="pending")
