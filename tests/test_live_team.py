@@ -12,8 +12,10 @@ from decimal import Decimal
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from live_servers.fixtures import SST2_TASK, sst2_items, write_project
+from live_servers.routers import CascadeWithQuality
 from quorum.live.config import load_project
 from quorum.live.runner import annotate, export_frame, status
 
@@ -107,8 +109,11 @@ class Team:
 
 def test_team_of_three_two_labels_per_item(tmp_path, shared_data_dir) -> None:
     gold = _gold(shared_data_dir)
-    cfg = load_project(write_project(tmp_path, _project(shared_data_dir, 12, labels_per_item=2)))
+    data = _project(shared_data_dir, 12, labels_per_item=2, min_evidence=4)
+    data["method"] = "live_servers.routers:CascadeWithQuality"
+    cfg = load_project(write_project(tmp_path, data))
     assert cfg.humans.labels_per_item == 2
+    CascadeWithQuality.seen.clear()
     team = Team(cfg.queue_dir, gold)
     try:
         s = annotate(cfg, quiet=True, wait=120)
@@ -151,6 +156,10 @@ def test_team_of_three_two_labels_per_item(tmp_path, shared_data_dir) -> None:
         assert 0.5 < ex.loc[iid, "human_confidence"] <= 1.0
     spent = Decimal(st["spent"])
     assert spent == sum(Decimal(str(c)) for c in ex["cost"].round(9))
+    # the router got the human arm's estimated quality once enough labels were checked
+    seen = [q for q in CascadeWithQuality.seen if q != 1.0]
+    assert CascadeWithQuality.seen[0] == 1.0 and seen  # no evidence at first: its default
+    assert seen[-1] == pytest.approx(st["human_quality"], abs=0.01) and seen[-1] < 1.0
 
 
 def test_timeout_withdraws_replans_and_late_answers(tmp_path, shared_data_dir, caplog) -> None:
