@@ -250,3 +250,24 @@ def test_partial_labels_at_timeout_close_the_task(tmp_path, shared_data_dir) -> 
     assert sorted(slots["status"]) == ["answered", "withdrawn"]
     calls = _sql(cfg, f"SELECT status, cost FROM calls WHERE annotator='team' AND item_id='{item}'")
     assert calls["cost"].sum() == float(PRICE)  # one label paid, the other released
+
+
+def test_tasks_of_an_older_ledger_become_one_slot_each(tmp_path, shared_data_dir) -> None:
+    """A ledger written before label slots existed: each task is one slot, its own call."""
+    from quorum.live.ledger import Ledger
+
+    gold = _gold(shared_data_dir)
+    cfg = load_project(write_project(tmp_path, _project(shared_data_dir, 4)))
+    (item,) = annotate(cfg, quiet=True).waiting_for
+    _append(cfg.queue_dir / "answers.csv", [[item, NAMES[gold[item]], "ann"]])
+    annotate(cfg, quiet=True)
+    before = _sql(cfg, "SELECT * FROM human_labels ORDER BY request_key")
+    con = sqlite3.connect(cfg.ledger_path)
+    con.execute("DROP TABLE human_labels")  # as schema 2 had it
+    con.commit()
+    con.close()
+    Ledger(cfg.ledger_path).close()  # opening it migrates
+    after = _sql(cfg, "SELECT * FROM human_labels ORDER BY request_key")
+    cols = ["request_key", "slot", "item_id", "call_id", "status", "person", "label", "line"]
+    assert after[cols].equals(before[cols])
+    assert set(after["status"]) <= {"answered", "open"} and (after["slot"] == 0).all()

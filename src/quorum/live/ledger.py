@@ -107,6 +107,10 @@ FROM human_queue q WHERE NOT EXISTS (SELECT 1 FROM human_labels l
                                      WHERE l.request_key = q.request_key)
 """
 
+_TASK_COLUMNS = ["request_key", "item_id", "annotator", "call_id", "status", "submitted_at",
+                 "answered_at", "label", "answered_by", "raw", "line", "given", "price",
+                 "wanted", "confidence", "note"]  # fmt: skip
+
 #: integer nano-units of a money column, summed without float drift
 _U = "CAST(round({} * 1000000000) AS INTEGER)"
 
@@ -322,12 +326,11 @@ class Ledger:
     def human_tasks(self, status: str | None = None) -> pd.DataFrame:
         """Every task sent to humans (optionally only those with ``status``), oldest first."""
         where, args = ("WHERE status=?", (status,)) if status else ("", ())
+        have = {r[1] for r in self.query("PRAGMA table_info(human_queue)")}
+        # a read-only look at a ledger of an older schema: its missing columns are NULL
+        cols = ", ".join(c if c in have else f"NULL AS {c}" for c in _TASK_COLUMNS)
         return self.frame(
-            "SELECT request_key, item_id, annotator, call_id, status, submitted_at, "
-            "answered_at, label, answered_by, raw, line, given, price, wanted, confidence, "
-            f"note FROM human_queue {where} "
-            "ORDER BY submitted_at, item_id",
-            args,
+            f"SELECT {cols} FROM human_queue {where} ORDER BY submitted_at, item_id", args
         )
 
     def mark_given(self, keys: list[str]) -> None:
