@@ -730,21 +730,40 @@ def test_two_labels_per_item_from_two_users(server, tmp_path, shared_data_dir, m
 
 
 @pytest.mark.realdata
-def test_timeout_withdraws_tasks_from_label_studio(
+def test_timeout_closes_and_withdraws_in_label_studio(
     server, tmp_path, shared_data_dir, monkeypatch
 ) -> None:
+    """Two labels wanted, a timeout of 6 s: a task with one label at the timeout is closed
+    with it (it stays in Label Studio, whose stream then hands it to nobody); tasks nobody
+    answered are deleted from Label Studio and expire, their money released."""
+    alice, bob = server.users
     monkeypatch.setenv(TOKEN_ENV, server.admin.token)
-    cfg = load_project(_team_project(tmp_path, shared_data_dir, server, "expiring", 4, timeout=3))
+    gold = dict(pd.read_csv(shared_data_dir / "sst2_dev" / "sst2_dev.csv", dtype=str)
+                .set_index("idx")["label"])  # fmt: skip
+    cfg = load_project(_team_project(tmp_path, shared_data_dir, server, "expiring", 6,
+                                     labels_per_item=2, timeout=6))  # fmt: skip
     s = annotate(cfg, quiet=True)
     assert s.status == "pending"
-    (item,) = s.waiting_for
-    assert [t["data"][ITEM_KEY] for t in _project_tasks(server, "expiring")] == [item]
-    s = annotate(cfg, quiet=True, wait=30)  # sleeps until the timeout, then goes on
-    hq = _ledger(tmp_path, "SELECT item_id, status FROM human_queue")
-    assert (hq["status"] == "expired").all() and item in hq["item_id"].tolist()
-    assert _project_tasks(server, "expiring") == []  # deleted from Label Studio
-    st = status(cfg)
-    assert float(st["held_for_humans"]) == 0 and st["human_tasks"] == {"expired": len(hq)}
-    human = _ledger(tmp_path, "SELECT status, cost FROM calls WHERE annotator='team'")
-    assert (human["status"] == "withdrawn").all() and human["cost"].sum() == 0
+    (first,) = s.waiting_for
+    tasks = _project_tasks(server, "expiring")
+    assert [t["data"][ITEM_KEY] for t in tasks] == [first]
+    tid = int(tasks[0]["id"])
+    _answer(server, alice, tid, NAMES[gold[first]])
+    s = annotate(cfg, quiet=True, wait=60)  # sleeps through the timeouts, then goes on
     assert s.status == "finished"
+    hq = _ledger(tmp_path, "SELECT item_id, status, label, answered_by FROM human_queue")
+    hq = hq.set_index("item_id")
+    assert hq.loc[first, "status"] == "answered" and hq.loc[first, "answered_by"] == alice.email
+    assert hq.loc[first, "label"] == gold[first]
+    others = [i for i in hq.index if i != first]
+    assert others and (hq.loc[others, "status"] == "expired").all()
+    left = _project_tasks(server, "expiring")
+    assert [t["data"][ITEM_KEY] for t in left] == [first]  # the others deleted
+    assert _next_task(server, bob, _queue(server, "expiring").project_id) is None  # closed
+    slots = _ledger(tmp_path, "SELECT item_id, status FROM human_labels")
+    assert sorted(slots.loc[slots["item_id"] == first, "status"]) == ["answered", "withdrawn"]
+    st = status(cfg)
+    assert float(st["held_for_humans"]) == 0
+    human = _ledger(tmp_path, "SELECT status, cost FROM calls WHERE annotator='team'")
+    assert human["cost"].sum() == pytest.approx(0.05)  # alice's label, once
+    assert (human["status"] != "pending").all()
