@@ -325,7 +325,8 @@ class AnswerCollector:
             v = self.reliability.vote(zip(g["person"].fillna(""), g["label"], strict=True))
             confs.append(v.confidence)
             old = t.get("confidence")
-            if v.label != t["label"] or old is None or old != old or abs(old - v.confidence) > 1e-6:
+            stale = old is None or old != old or abs(old - v.confidence) > 0.005
+            if v.label != t["label"] or stale:  # a small drift is not written
                 if v.label != t["label"] and len(g) > 1:
                     log.info("item %s: the vote of its %d human labels is now %r (was %r)",
                              t["item_id"], len(g), v.label, t["label"])  # fmt: skip
