@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from live_servers.fixtures import (
     ROOT,
@@ -105,7 +106,15 @@ def test_config_switch_and_token_from_environment(tmp_path, monkeypatch) -> None
         },
     )
     cfg = load_project(proj)
-    assert cfg.humans.backend == "labelstudio" and cfg.humans.labelstudio.overlap == 1
+    assert cfg.humans.backend == "labelstudio" and cfg.humans.labels_per_item == 1
+    # the first names of labels_per_item and timeout are still read
+    raw = yaml.safe_load(proj.read_text())
+    raw["humans"]["labelstudio"].update(overlap=2, timeout=60)
+    old = load_project(write_project(tmp_path / "old", raw))
+    assert (old.humans.labels_per_item, old.humans.timeout) == (2, 60.0)
+    raw["humans"]["labels_per_item"] = 3
+    with pytest.raises(ConfigError, match="disagree"):
+        load_project(write_project(tmp_path / "both", raw))
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     with pytest.raises(ConfigError, match=TOKEN_ENV):
         LabelStudioHumanQueue.from_config(cfg)
@@ -616,3 +625,145 @@ def _first_pass(folder: Path) -> bool:
             con.close()
     except sqlite3.OperationalError:  # not created yet
         return False
+
+
+# -- k labels per item, timeouts ------------------------------------------------------------
+def _team_project(folder: Path, data_dir: Path, server, title: str, n: int, **humans) -> Path:
+    """A project with a local model (no LLM server) and the team in Label Studio."""
+    return write_project(
+        folder,
+        {
+            "name": title,
+            "method": "live_servers.routers:CascadeRouter",
+            "method_params": {"batch": 3, "human_every": 2, "confidence_every": 0},
+            "features": "light",
+            "items": sst2_items(data_dir, n),  # gold: control items for the reliabilities
+            "task": {**SST2_TASK, "instructions": "Is the movie review positive?"},
+            "budget": {"limit": 2.0},
+            "annotators": [
+                {"name": "kw", "kind": "model", "model": "live_servers.models:keyword_sentiment"},
+                {"name": "team", "kind": "human", "price": 0.05},
+            ],
+            "humans": {
+                "backend": "labelstudio",
+                "labelstudio": {"url": server.url, "token_env": TOKEN_ENV, "project": title},
+                **humans,
+            },
+        },
+    )
+
+
+def _next_task(server, user, project_id: int) -> int | None:
+    """The task Label Studio's label stream hands ``user`` next (None: nothing left)."""
+    c = LabelStudioClient(server.url, user.pat)
+    try:
+        t = c.request("GET", f"/api/projects/{project_id}/next")
+    except LabelStudioError as exc:
+        if "404" in str(exc):
+            return None
+        raise
+    finally:
+        c.close()
+    return int(t["id"]) if t and t.get("id") is not None else None
+
+
+@pytest.mark.realdata
+def test_two_labels_per_item_from_two_users(server, tmp_path, shared_data_dir, monkeypatch) -> None:
+    """humans.labels_per_item = 2 with two people: each task stays open until both have
+    answered (Label Studio's stream hands it to the second person, never twice to the
+    first), every label is in the ledger with its author, paid once; budget held."""
+    alice, bob = server.users
+    monkeypatch.setenv(TOKEN_ENV, server.admin.token)
+    gold = dict(pd.read_csv(shared_data_dir / "sst2_dev" / "sst2_dev.csv", dtype=str)
+                .set_index("idx")["label"])  # fmt: skip
+    cfg = load_project(_team_project(tmp_path, shared_data_dir, server, "pairs", 8,
+                                     labels_per_item=2))  # fmt: skip
+    q = _queue(server, "pairs", overlap=2)
+    pid = q.project_id
+    stream_checked = 0
+    s = annotate(cfg, quiet=True)
+    for _ in range(20):
+        if s.status == "finished":
+            break
+        tasks = {t["data"][ITEM_KEY]: t for t in _project_tasks(server, "pairs")}
+        for item in s.waiting_for:
+            tid = int(tasks[item]["id"])
+            done = {a["completed_by"] for a in tasks[item].get("annotations") or []}
+            if not done:
+                if _next_task(server, alice, pid) == tid:
+                    stream_checked += 1
+                _answer(server, alice, tid, NAMES[gold[item]])
+            # the task stays open for a second person: the stream hands it to bob only
+            nxt_bob, nxt_alice = _next_task(server, bob, pid), _next_task(server, alice, pid)
+            assert nxt_alice != tid
+            if nxt_bob == tid:
+                stream_checked += 1
+            mid = annotate(cfg, quiet=True)  # one label of two: still waiting
+            assert mid.status == "pending" and item in mid.waiting_for
+            # bob disagrees on odd items: the vote goes by reliability (gold checks both)
+            wrong = NAMES["0" if gold[item] == "1" else "1"]
+            _answer(server, bob, tid, wrong if int(item) % 2 else NAMES[gold[item]])
+        s = annotate(cfg, quiet=True)
+    q.close()
+    assert s.status == "finished" and stream_checked >= 2
+    hq = _ledger(tmp_path, "SELECT * FROM human_queue")
+    slots = _ledger(tmp_path, "SELECT * FROM human_labels ORDER BY request_key, slot")
+    calls = _ledger(tmp_path, "SELECT * FROM calls WHERE annotator='team'")
+    n = len(hq)
+    assert n >= 2 and (hq["status"] == "answered").all() and (hq["wanted"] == 2).all()
+    assert len(slots) == 2 * n and (slots["status"] == "answered").all()
+    for _, g in slots.groupby("request_key"):
+        assert sorted(g["person"]) == sorted([alice.email, bob.email])
+    assert len(calls) == 2 * n and (calls["status"] == "ok").all()
+    assert calls["cost"].sum() == pytest.approx(0.05 * 2 * n)  # each label paid once
+    assert len(_project_tasks(server, "pairs")) == n  # one task per item, none pushed twice
+    st = status(cfg)
+    assert float(st["held_for_humans"]) == 0 and float(st["spent"]) <= cfg.budget.limit
+    people = {p["person"]: p for p in st["human_team"]}
+    assert set(people) == {alice.email, bob.email}
+    assert people[alice.email]["gold_correct"] == people[alice.email]["gold"] == n
+    ex = export_frame(cfg).set_index("item_id")
+    for r in hq.itertuples():
+        assert ex.loc[r.item_id, "label"] == gold[r.item_id] == r.label  # alice out-votes bob
+        assert {g["by"] for g in ex.loc[r.item_id, "human_labels"]} == {alice.email, bob.email}
+    print(f"{n} items x 2 labels from two users; the stream handed over {stream_checked}")
+
+
+@pytest.mark.realdata
+def test_timeout_closes_and_withdraws_in_label_studio(
+    server, tmp_path, shared_data_dir, monkeypatch
+) -> None:
+    """Two labels wanted, a timeout of 6 s: a task with one label at the timeout is closed
+    with it (it stays in Label Studio, whose stream then hands it to nobody); tasks nobody
+    answered are deleted from Label Studio and expire, their money released."""
+    alice, bob = server.users
+    monkeypatch.setenv(TOKEN_ENV, server.admin.token)
+    gold = dict(pd.read_csv(shared_data_dir / "sst2_dev" / "sst2_dev.csv", dtype=str)
+                .set_index("idx")["label"])  # fmt: skip
+    cfg = load_project(_team_project(tmp_path, shared_data_dir, server, "expiring", 6,
+                                     labels_per_item=2, timeout=6))  # fmt: skip
+    s = annotate(cfg, quiet=True)
+    assert s.status == "pending"
+    (first,) = s.waiting_for
+    tasks = _project_tasks(server, "expiring")
+    assert [t["data"][ITEM_KEY] for t in tasks] == [first]
+    tid = int(tasks[0]["id"])
+    _answer(server, alice, tid, NAMES[gold[first]])
+    s = annotate(cfg, quiet=True, wait=60)  # sleeps through the timeouts, then goes on
+    assert s.status == "finished"
+    hq = _ledger(tmp_path, "SELECT item_id, status, label, answered_by FROM human_queue")
+    hq = hq.set_index("item_id")
+    assert hq.loc[first, "status"] == "answered" and hq.loc[first, "answered_by"] == alice.email
+    assert hq.loc[first, "label"] == gold[first]
+    others = [i for i in hq.index if i != first]
+    assert others and (hq.loc[others, "status"] == "expired").all()
+    left = _project_tasks(server, "expiring")
+    assert [t["data"][ITEM_KEY] for t in left] == [first]  # the others deleted
+    assert _next_task(server, bob, _queue(server, "expiring").project_id) is None  # closed
+    slots = _ledger(tmp_path, "SELECT item_id, status FROM human_labels")
+    assert sorted(slots.loc[slots["item_id"] == first, "status"]) == ["answered", "withdrawn"]
+    st = status(cfg)
+    assert float(st["held_for_humans"]) == 0
+    human = _ledger(tmp_path, "SELECT status, cost FROM calls WHERE annotator='team'")
+    assert human["cost"].sum() == pytest.approx(0.05)  # alice's label, once
+    assert (human["status"] != "pending").all()

@@ -39,7 +39,7 @@ def _project(tmp_path, data_dir, method="live_servers.routers:CascadeRouter", li
                 {"name": "team", "kind": "human", "price": 0.05},
             ],
             "humans": {"backend": "labelstudio", "seconds_per_label": 45,
-                       "labelstudio": {"overlap": 2}},
+                       "labels_per_item": 2},
         },
     )  # fmt: skip
 
@@ -50,7 +50,7 @@ def test_plan_counts_follow_the_router(tmp_path, shared_data_dir, monkeypatch) -
     sure = plan(cfg, llm_accuracy=1.0)
     # LLMs always agree: the test router asks humans only every EVERY-th item
     assert sure.human_tasks == math.ceil(N / EVERY)
-    assert sure.human_labels == 2 * sure.human_tasks  # overlap 2
+    assert sure.human_labels == 2 * sure.human_tasks  # two labels per item
     assert sure.human_hours == pytest.approx(sure.human_labels * 45 / 3600)
     assert sure.llm_calls == {"a": N, "b": N}  # first pass + a second opinion on every item
     unsure = plan(cfg, llm_accuracy=0.5)
@@ -58,8 +58,9 @@ def test_plan_counts_follow_the_router(tmp_path, shared_data_dir, monkeypatch) -
     assert unsure.expected_spend > sure.expected_spend
     for p in (sure, unsure):
         assert p.expected_spend == pytest.approx(
-            N * (p.prices["a"] + p.prices["b"]) + p.human_tasks * 0.05
-        )
+            N * (p.prices["a"] + p.prices["b"]) + p.human_labels * 0.05
+        )  # each human label is paid
+        assert p.prices["team"] == pytest.approx(2 * 0.05)  # a task: its two labels
         assert p.max_spend == min(5.0, p.ask_everything) <= p.budget
     assert not (tmp_path / ".quorum" / "ledger.sqlite").exists()  # nothing run, nothing paid
 

@@ -8,6 +8,7 @@ run must replay all of them identically.
 from __future__ import annotations
 
 from collections import Counter
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -96,3 +97,15 @@ class CascadeRouter(Router):
             confidence_cost=rec.confidence_cost,
             confidence_calls=rec.confidence_calls,
         )
+
+
+class CascadeWithQuality(CascadeRouter):
+    """The cascade, taking the human arm's quality like QUORUM does (``human_quality``);
+    ``seen`` records the value each instance was built with (the live runner sets it)."""
+
+    seen: ClassVar[list[float]] = []
+
+    def __init__(self, human_quality: float = 1.0, **kw) -> None:
+        super().__init__(**kw)
+        self.human_quality = human_quality
+        CascadeWithQuality.seen.append(human_quality)

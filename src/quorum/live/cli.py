@@ -182,6 +182,18 @@ def register(app: typer.Typer) -> None:
                 "human tasks: "
                 + ", ".join(f"{k} {v}" for k, v in sorted(st["human_tasks"].items()))
             )
+        if st.get("human_team"):
+            q = st.get("human_quality")
+            con.print(
+                "human team (accuracy, labels, checked, gold right/of)"
+                + (f"; the arm's quality {q:.2f}" if q is not None else "")
+                + ": "
+                + ", ".join(
+                    f"{p['person'] or '?'} {p['accuracy']:.2f} ({p['labels']}, {p['checked']}, "
+                    f"{p['gold_correct']}/{p['gold']})"
+                    for p in st["human_team"]
+                )
+            )
         if st["held_for_humans"] != "0":
             con.print(f"held for pending human labels: ${st['held_for_humans']}")
         if st["interrupted_calls"]:

@@ -3,7 +3,10 @@
 :class:`HumanQueue` is the interface (``submit``, ``poll``, ``withdraw``, ``wait``,
 ``close``) a web UI can implement. :class:`FileHumanQueue` is the file export:
 ``<queue>/pending.csv`` lists what waits for a human (``item_id, text, instructions,
-choices``) and ``<queue>/answers.csv`` (``item_id, label[, annotator]``) is read back.
+choices``; with several labels per item also ``labels_wanted`` and ``answered_by``, the
+people who already labelled it) and ``<queue>/answers.csv`` (``item_id, label[,
+annotator]``) is read back; with several labels per item the ``annotator`` column says who
+is who (rows without it count as one person).
 
 The queue only transports rows; :func:`match_label` turns an answer into a label, exactly:
 the label value, the label name, the option text shown in ``choices``, or the index into
@@ -32,9 +35,14 @@ ANSWERS_FILE = "answers.csv"
 
 @dataclass(frozen=True)
 class HumanTask:
+    """An item shown to people; ``wanted`` labels from different people, ``answered_by``
+    those who gave one so far (the next label must come from someone else)."""
+
     item: ItemView
     instructions: str
     choices: list[str]
+    wanted: int = 1
+    answered_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,8 +97,11 @@ class HumanQueue(ABC):
     def poll(self) -> list[HumanAnswer]:
         """Every answer row available now, oldest first (a later row may correct one)."""
 
-    def withdraw(self, item_ids: list[str]) -> None:  # noqa: B027 - optional
-        """Remove answered (or no longer needed) items from what humans see."""
+    def withdraw(self, item_ids: list[str]) -> list[str] | None:
+        """Remove answered (or no longer needed) items from what humans see. Returns the
+        items removed where the queue can refuse some (a web queue keeps a task that got an
+        answer meanwhile), None when all were."""
+        return None
 
     def wait(self, timeout: float) -> bool:
         """Sleep until answers may have changed since the last :meth:`poll` (True) or
@@ -130,20 +141,26 @@ class FileHumanQueue(HumanQueue):
             self._tasks[t.item.item_id] = t
         self._write()
 
-    def withdraw(self, item_ids: list[str]) -> None:
+    def withdraw(self, item_ids: list[str]) -> list[str] | None:
         if any(i in self._tasks for i in item_ids):
             for i in item_ids:
                 self._tasks.pop(i, None)
             self._write()
+        return None
 
     def _write(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         tmp = self.pending_path.with_suffix(".csv.tmp")
+        team = any(t.wanted > 1 for t in self._tasks.values())
         with tmp.open("w", newline="", encoding="utf-8") as f:
             w = csv.writer(f)
-            w.writerow(["item_id", "text", "instructions", "choices"])
+            head = ["item_id", "text", "instructions", "choices"]
+            w.writerow([*head, "labels_wanted", "answered_by"] if team else head)
             for t in sorted(self._tasks.values(), key=lambda t: t.item.item_id):
-                w.writerow([t.item.item_id, t.item.text, t.instructions, json.dumps(t.choices)])
+                row = [t.item.item_id, t.item.text, t.instructions, json.dumps(t.choices)]
+                if team:
+                    row += [t.wanted, json.dumps(list(t.answered_by))]
+                w.writerow(row)
         os.replace(tmp, self.pending_path)
 
     def _file_stamp(self) -> tuple | None:

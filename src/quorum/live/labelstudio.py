@@ -328,8 +328,8 @@ class LabelStudioHumanQueue(HumanQueue):
             cfg.task.labels,
             instructions=bool(cfg.task.instructions),
             predictions=preds,
-            overlap=ls.overlap,
-            timeout=ls.timeout,
+            overlap=cfg.humans.labels_per_item,
+            timeout=cfg.humans.timeout,
             project_id=ls.project_id,
             page_size=ls.page_size,
             description=f"QUORUM project {cfg.name}: items routed to humans",
@@ -666,13 +666,20 @@ class LabelStudioHumanQueue(HumanQueue):
 
     def withdraw(self, item_ids: list[str]) -> list[str]:
         """Delete the tasks of ``item_ids`` that have no annotation; answered tasks stay (they
-        are the record of who labelled what). Returns the items withdrawn."""
+        are the record of who labelled what), and one with fewer annotations than
+        ``overlap`` is closed (its task overlap set to what it has, so the label stream
+        stops handing it out). Returns the items withdrawn."""
         self._ensure_listed()
         gone = []
         for i in item_ids:
             self._unsent.pop(i, None)
             t = self._tasks.get(i)
-            if t is None or i in self._answers:
+            if i in self._answers:
+                if t is not None and self.overlap > 1:
+                    self._close(t, len({a.by for a in self._answers[i]}))
+                continue
+            if t is None:  # never pushed (or deleted already): nothing left to answer
+                gone.append(i)
                 continue
             try:
                 cur = self.client.request("GET", f"/api/tasks/{t.task_id}/")
@@ -689,6 +696,16 @@ class LabelStudioHumanQueue(HumanQueue):
         if gone:
             log.info("Label Studio: withdrew %d unanswered task(s)", len(gone))
         return gone
+
+    def _close(self, t: _Task, n: int) -> None:
+        """No more annotations wanted on a task that has ``n``: Label Studio then counts it
+        as labelled (its stream hands it to nobody else)."""
+        if n >= self.overlap:
+            return
+        try:
+            self.client.request("PATCH", f"/api/tasks/{t.task_id}/", json={"overlap": max(1, n)})
+        except LabelStudioError as exc:
+            log.warning("Label Studio: cannot close task %s (%s)", t.task_id, exc)
 
     def withdraw_expired(self, now: float | None = None) -> list[str]:
         """Withdraw every task unanswered past ``timeout``; the items go back to the router."""

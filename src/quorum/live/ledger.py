@@ -9,11 +9,14 @@ process become ``interrupted`` when the next run starts.
 Tables: ``runs``, ``calls``, ``attempts`` (each HTTP try), ``decisions`` (the router's
 call log and trace), ``labels`` (final labels per run) and ``human_queue``.
 
-Human tasks are first-class: a ``human_queue`` row is created when a task is sent, and an
-answer found in the queue is attached to it (``answered``, the ``calls`` row becomes ``ok``
-at the human's price) whether or not a routing pass asks for that item again. A task no
-complete pass needs any more is ``withdrawn`` (its held price is released); an answered
-task no pass asked for is ``given`` to the router before the next pass starts.
+Human tasks are first-class: a ``human_queue`` row is created when a task is sent, with one
+``human_labels`` slot (and one ``calls`` row holding the price of a label) per label wanted
+(``humans.labels_per_item``); :class:`~quorum.live.human_book.HumanBook` attaches answers to
+slots, whether or not a routing pass asks for that item again. A task no complete pass
+needs any more is ``withdrawn`` and one unanswered past ``humans.timeout`` is ``expired``
+(their held price is released); an answered task no pass asked for is ``given`` to the
+router before the next pass starts. ``human_reliability`` holds each person's estimated
+accuracy (:mod:`quorum.live.reliability`).
 
 Money is summed in integer nano-units (:func:`money_str` prints it as an exact decimal).
 """
@@ -38,7 +41,7 @@ import pandas as pd
 from quorum.errors import QuorumError
 from quorum.routing.budget import from_units
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -76,11 +79,37 @@ CREATE TABLE IF NOT EXISTS human_queue (
     raw TEXT, line INTEGER, given INTEGER DEFAULT 0, price REAL
 );
 CREATE TABLE IF NOT EXISTS notes (note_key TEXT PRIMARY KEY, message TEXT, at REAL);
+CREATE TABLE IF NOT EXISTS human_labels (
+    request_key TEXT, slot INTEGER, item_id TEXT, call_id INTEGER, status TEXT,
+    person TEXT, label TEXT, raw TEXT, line INTEGER, answered_at REAL,
+    PRIMARY KEY (request_key, slot)
+);
+CREATE TABLE IF NOT EXISTS human_reliability (
+    person TEXT PRIMARY KEY, labels INTEGER, checked INTEGER, gold INTEGER,
+    gold_correct INTEGER, agreement REAL, accuracy REAL, weight REAL, fitted_at REAL
+);
 """
 
 #: columns added after schema version 1 (older ledgers get them on open)
 _ADDED = {"human_queue": {"raw": "TEXT", "line": "INTEGER", "given": "INTEGER DEFAULT 0",
-                          "price": "REAL"}}  # fmt: skip
+                          "price": "REAL", "wanted": "INTEGER DEFAULT 1",
+                          "confidence": "REAL", "note": "TEXT"}}  # fmt: skip
+
+#: schema 3: a task's labels are rows of ``human_labels`` (one per slot); a task of an older
+#: ledger is one slot, its own call
+_SLOTS_OF_OLD_TASKS = """
+INSERT OR IGNORE INTO human_labels (request_key, slot, item_id, call_id, status, person,
+    label, raw, line, answered_at)
+SELECT request_key, 0, item_id, call_id,
+    CASE status WHEN 'pending' THEN 'open' WHEN 'answered' THEN 'answered' ELSE status END,
+    answered_by, label, raw, line, answered_at
+FROM human_queue q WHERE NOT EXISTS (SELECT 1 FROM human_labels l
+                                     WHERE l.request_key = q.request_key)
+"""
+
+_TASK_COLUMNS = ["request_key", "item_id", "annotator", "call_id", "status", "submitted_at",
+                 "answered_at", "label", "answered_by", "raw", "line", "given", "price",
+                 "wanted", "confidence", "note"]  # fmt: skip
 
 #: integer nano-units of a money column, summed without float drift
 _U = "CAST(round({} * 1000000000) AS INTEGER)"
@@ -135,6 +164,7 @@ class Ledger:
             for col, decl in cols.items():
                 if col not in have:
                     self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {col} {decl}")
+        self.conn.execute(_SLOTS_OF_OLD_TASKS)
         self.conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (SCHEMA_VERSION,))
 
     # -- process lock ------------------------------------------------------
@@ -272,14 +302,21 @@ class Ledger:
             c.execute(f"UPDATE calls SET {cols} WHERE call_id=?", (*fields.values(), call_id))
 
     # -- humans ------------------------------------------------------------
-    def queue_human(self, key: str, item_id: str, annotator: str, call_id: int,
+    def queue_human(self, key: str, item_id: str, annotator: str, call_ids: list[int],
                     price: float) -> None:  # fmt: skip
-        """Record a task sent to the human queue (its call row holds ``price``)."""
+        """Record a task sent to the human queue: one label slot per call row, each call
+        holding ``price`` (the price of one label) until its label comes."""
+        now = time.time()
         with self.tx() as c:
             c.execute(
                 "INSERT OR IGNORE INTO human_queue (request_key, item_id, annotator, call_id, "
-                "status, submitted_at, price) VALUES (?,?,?,?,?,?,?)",
-                (key, item_id, annotator, call_id, "pending", time.time(), price),
+                "status, submitted_at, price, wanted) VALUES (?,?,?,?,?,?,?,?)",
+                (key, item_id, annotator, call_ids[0], "pending", now, price, len(call_ids)),
+            )
+            c.executemany(
+                "INSERT OR IGNORE INTO human_labels (request_key, slot, item_id, call_id, "
+                "status) VALUES (?,?,?,?,'open')",
+                [(key, j, item_id, cid) for j, cid in enumerate(call_ids)],
             )
 
     def human_task(self, key: str) -> sqlite3.Row | None:
@@ -289,91 +326,12 @@ class Ledger:
     def human_tasks(self, status: str | None = None) -> pd.DataFrame:
         """Every task sent to humans (optionally only those with ``status``), oldest first."""
         where, args = ("WHERE status=?", (status,)) if status else ("", ())
+        have = {r[1] for r in self.query("PRAGMA table_info(human_queue)")}
+        # a read-only look at a ledger of an older schema: its missing columns are NULL
+        cols = ", ".join(c if c in have else f"NULL AS {c}" for c in _TASK_COLUMNS)
         return self.frame(
-            "SELECT request_key, item_id, annotator, call_id, status, submitted_at, "
-            f"answered_at, label, answered_by, raw, line, given, price FROM human_queue {where} "
-            "ORDER BY submitted_at, item_id",
-            args,
+            f"SELECT {cols} FROM human_queue {where} ORDER BY submitted_at, item_id", args
         )
-
-    def answer_human(self, key: str, label: str, by: str | None, raw: str,
-                     line: int | None) -> None:  # fmt: skip
-        """Attach an answer to a task: pending (or withdrawn) -> answered, its call -> ok
-        at the task's price (paid once: the price was held while it waited)."""
-        now = time.time()
-        with self.tx() as c:
-            row = c.execute(
-                "SELECT call_id, price FROM human_queue WHERE request_key=?", (key,)
-            ).fetchone()
-            c.execute(
-                "UPDATE human_queue SET status='answered', answered_at=?, label=?, "
-                "answered_by=?, raw=?, line=? WHERE request_key=?",
-                (now, label, by, raw, line, key),
-            )
-            c.execute(
-                "UPDATE calls SET status='ok', output=?, response_raw=?, finished_at=?, "
-                "latency_s=? - created_at, cost=coalesce(?, cost), "
-                "cost_source='human price (answered)', error=NULL "
-                "WHERE call_id=? AND status IN ('pending','withdrawn')",
-                (label, raw, now, now, row["price"] if row else None, row["call_id"] if row
-                 else -1),
-            )  # fmt: skip
-
-    def correct_human(self, key: str, label: str, by: str | None, raw: str,
-                      line: int | None) -> None:  # fmt: skip
-        """A later answer replaces an earlier one (no second payment)."""
-        with self.tx() as c:
-            row = c.execute(
-                "SELECT call_id FROM human_queue WHERE request_key=?", (key,)
-            ).fetchone()
-            c.execute(
-                "UPDATE human_queue SET label=?, answered_by=?, raw=?, line=?, answered_at=? "
-                "WHERE request_key=?",
-                (label, by, raw, line, time.time(), key),
-            )
-            if row is not None:
-                c.execute(
-                    "UPDATE calls SET output=?, response_raw=? WHERE call_id=?",
-                    (label, raw, row["call_id"]),
-                )
-
-    def withdraw_human(self, key: str) -> None:
-        """A pending task no pass needs any more: release its held price."""
-        with self.tx() as c:
-            row = c.execute(
-                "SELECT call_id FROM human_queue WHERE request_key=?", (key,)
-            ).fetchone()
-            c.execute(
-                "UPDATE human_queue SET status='withdrawn' WHERE request_key=? "
-                "AND status='pending'",
-                (key,),
-            )
-            if row is not None:
-                c.execute(
-                    "UPDATE calls SET status='withdrawn', cost=0, finished_at=?, "
-                    "cost_source='withdrawn: no routing pass needs it' "
-                    "WHERE call_id=? AND status='pending'",
-                    (time.time(), row["call_id"]),
-                )
-
-    def reopen_human(self, key: str, price: float) -> None:
-        """A withdrawn task is needed again: it waits (and holds its price) once more."""
-        with self.tx() as c:
-            row = c.execute(
-                "SELECT call_id FROM human_queue WHERE request_key=?", (key,)
-            ).fetchone()
-            c.execute(
-                "UPDATE human_queue SET status='pending', submitted_at=?, price=? "
-                "WHERE request_key=? AND status='withdrawn'",
-                (time.time(), price, key),
-            )
-            if row is not None:
-                c.execute(
-                    "UPDATE calls SET status='pending', cost=?, finished_at=NULL, "
-                    "cost_source='human price (held until answered)' "
-                    "WHERE call_id=? AND status='withdrawn'",
-                    (price, row["call_id"]),
-                )
 
     def mark_given(self, keys: list[str]) -> None:
         """Answered tasks the router did not ask for: hand them to the next passes."""

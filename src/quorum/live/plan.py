@@ -164,7 +164,8 @@ def plan(cfg: ProjectConfig, llm_accuracy: float = 0.8, features: str | None = N
                 arm = LLMAnnotator(a, make_builder(cfg, a), views, Redactor(), max_tok)
                 price, cprice = arm.price(), arm.confidence_price()
             else:
-                price = float(a.price or 0.0)
+                k = cfg.humans.labels_per_item if a.kind == "human" else 1
+                price = float(a.price or 0.0) * k
                 cprice = float(a.confidence_price if a.confidence_price is not None else 0.0)
             specs.append(AnnotatorSpec(name=a.name, kind=a.kind, price=price,
                                        confidence_price=cprice))  # fmt: skip
@@ -194,7 +195,7 @@ def plan(cfg: ProjectConfig, llm_accuracy: float = 0.8, features: str | None = N
     human_price = task.human_spec.price
     machines = [s for s in specs if s.kind != "human"]
     everything = len(items) * (sum(s.price for s in machines) + human_price)
-    overlap = cfg.humans.labelstudio.overlap if cfg.humans.backend == "labelstudio" else 1
+    overlap = cfg.humans.labels_per_item if cfg.human != GOLD_HUMAN else 1
     n_human = source.calls.get(human, 0)
     return Plan(
         project=cfg.name,

@@ -96,7 +96,13 @@ def build_arms(
             else:
                 queue_dir = cfg.path(a.queue) if a.queue else cfg.queue_dir
                 queue = FileHumanQueue(queue_dir)
-            human = HumanArm(a.name, float(a.price or 0.0), queue, make_builder(cfg))
+            hc = cfg.humans
+            human = HumanArm(
+                a.name, float(a.price or 0.0), queue, make_builder(cfg),
+                labels_per_item=hc.labels_per_item, timeout=hc.timeout,
+                prior_accuracy=hc.prior_accuracy, prior_strength=hc.prior_strength,
+                arm_quality=hc.arm_quality, min_evidence=hc.min_evidence,
+            )  # fmt: skip
     if cfg.human == GOLD_HUMAN:
         gold = dict(zip(items["item_id"], items["gold"], strict=True))
         arms[GOLD_HUMAN] = LocalAnnotator(
@@ -110,7 +116,7 @@ def build_task(cfg: ProjectConfig, arms: dict[str, Annotator], human: HumanArm |
     for a in cfg.annotators:
         if a.kind == "human":
             assert human is not None
-            specs.append(AnnotatorSpec(name=a.name, kind="human", price=human.price))
+            specs.append(AnnotatorSpec(name=a.name, kind="human", price=human.task_price))
         else:
             arm = arms[a.name]
             specs.append(

@@ -23,6 +23,7 @@ import pandas as pd
 from quorum.errors import ConfigError
 from quorum.live.calls import Redactor
 from quorum.live.config import ProjectConfig
+from quorum.live.human_book import HumanBook
 from quorum.live.items import item_views, load_items
 from quorum.live.ledger import Ledger, money_str
 from quorum.live.problem import build_arms, build_problem, build_task, make_parser
@@ -201,6 +202,9 @@ def annotate(
             concurrency=cfg.concurrency,
             redactor=redactor,
             on_event=progress.update,
+            gold=dict(zip(items["item_id"], items["gold"], strict=True))
+            if "gold" in items.columns
+            else None,
         )
         source.resubmit_pending()
         source.collect_answers()
@@ -214,12 +218,12 @@ def annotate(
             budget = Budget(cfg.budget.limit, human_limit=cfg.budget.human_limit)
             if cfg.budget.charge_interrupted and interrupted_total > 0:
                 budget.charge(min(interrupted_total, budget.remaining))
-            router = make_method(cfg.method, cfg.method_params)
+            router = make_method(cfg.method, _with_human_quality(cfg, source))
             result = router.route(problem, source, budget, seed=cfg.seed)
             ledger.write_result(run_id, passes, result.annotations, result.labels, result.trace)
             if source.frozen:
                 source.collect_answers()  # answers that came while the pass ran
-                if _all_answered(ledger, source.blocking):
+                if _all_resolved(ledger, source.blocking):
                     came += len(source.blocking)
                     continue
                 if wait_left <= 0:
@@ -259,8 +263,28 @@ def annotate(
         ledger.close()
 
 
-def _all_answered(ledger: Ledger, keys: dict[str, str]) -> bool:
-    return all((t := ledger.human_task(k)) is not None and t["status"] == "answered" for k in keys)
+def _with_human_quality(cfg: ProjectConfig, source: LiveSource) -> dict[str, Any]:
+    """The router's parameters, with the human arm's estimated quality where the router
+    takes one (``human_quality``) and the project does not set it itself."""
+    params = dict(cfg.method_params)
+    q = source.human_quality()
+    if q is None or "human_quality" in params:
+        return params
+    import inspect
+
+    router = make_method(cfg.method, params)
+    if "human_quality" in inspect.signature(type(router).__init__).parameters:
+        params["human_quality"] = q
+        log.debug("the human arm's quality for the router: %.2f", q)
+    return params
+
+
+def _all_resolved(ledger: Ledger, keys: dict[str, str]) -> bool:
+    """Every task ``keys`` has its labels, or expired (the router plans it without)."""
+    return all(
+        (t := ledger.human_task(k)) is not None and t["status"] in ("answered", "expired")
+        for k in keys
+    )
 
 
 def _wait_for(source: LiveSource, ledger: Ledger, deadline: float) -> tuple[int, bool]:
@@ -272,7 +296,7 @@ def _wait_for(source: LiveSource, ledger: Ledger, deadline: float) -> tuple[int,
     """
     keys = source.blocking
     n = len(keys)
-    answered = sum(_all_answered(ledger, {k: v}) for k, v in keys.items())
+    answered = sum(_all_resolved(ledger, {k: v}) for k, v in keys.items())
     if answered == n:
         return 0, True
     left = deadline - time.monotonic()
@@ -284,17 +308,20 @@ def _wait_for(source: LiveSource, ledger: Ledger, deadline: float) -> tuple[int,
         left,
         n - answered,
         f" in {folder}/answers.csv" if folder is not None else "",
-        _ids([v for k, v in keys.items() if not _all_answered(ledger, {k: v})]),
+        _ids([v for k, v in keys.items() if not _all_resolved(ledger, {k: v})]),
     )
     first = answered
     while answered < n:
         left = deadline - time.monotonic()
         if left <= 0:
             break
-        if not where.wait(left):
+        due = source.next_expiry()
+        if not where.wait(left if due is None else min(left, due + 0.05)) and (
+            due is None or due > left
+        ):
             continue
         source.collect_answers()
-        now = sum(_all_answered(ledger, {k: v}) for k, v in keys.items())
+        now = sum(_all_resolved(ledger, {k: v}) for k, v in keys.items())
         if now > answered:
             answered = now
             log.info("%d of %d human answer(s) came", answered - first, n - first)
@@ -337,6 +364,14 @@ def _settle_orphans(source: LiveSource, ledger: Ledger) -> tuple[int, int]:
             _ids(orphan_pend["item_id"].tolist()),
         )
     return len(orphan_ans), len(orphan_pend)
+
+
+def _float(x: Any) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if v != v else v
 
 
 def _ids(ids: list[str], most: int = 10) -> str:
@@ -449,6 +484,8 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
                 )[0][0]
             )
         tasks = ledger.human_tasks()
+        team = HumanBook(ledger).reliability_frame()
+        slots = HumanBook(ledger).labels()
         runs = int(ledger.query("SELECT count(*) FROM runs")[0][0])
         links = _human_links(cfg, tasks.loc[tasks["status"] == "pending", "item_id"].tolist())
     finally:
@@ -475,6 +512,12 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         "interrupted_possibly_billed": money_str(money["interrupted"]),
         "calls": by_status,
         "human_tasks": {k: int(v) for k, v in tasks["status"].value_counts().items()},
+        "human_labels": {k: int(v) for k, v in slots["status"].value_counts().items()},
+        "human_team": [
+            {k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+            for r in team.to_dict("records")
+        ],
+        "human_quality": _float(meta.get("human_quality")),
         "per_annotator": per,
         "runs": runs,
         "last_run": dict(last) if last is not None else None,
@@ -513,6 +556,7 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
             (rid, p),
         )
         tasks = ledger.human_tasks()
+        slots = HumanBook(ledger).labels()
         cost = ledger.frame(
             "SELECT item_id, sum(CAST(round(cost * 1000000000) AS INTEGER)) AS u FROM calls "
             "WHERE status IN ('ok','unparseable','failed','pending') GROUP BY item_id"
@@ -525,6 +569,11 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
     waiting = set(tasks.loc[tasks["status"] == "pending", "item_id"])
     answered = {r["item_id"]: r for r in tasks[tasks["status"] == "answered"].to_dict("records")}
     cost_u = dict(zip(cost["item_id"], cost["u"], strict=True))
+    given: dict[str, list[dict[str, Any]]] = {}
+    for r in slots[slots["status"].isin(("answered", "late", "late-unpaid"))].to_dict("records"):
+        given.setdefault(r["item_id"], []).append(
+            {"by": r["person"], "label": r["label"], "status": r["status"]}
+        )
     groups = {k: g for k, g in dec.groupby("item_id", sort=False)} if len(dec) else {}
     rows = []
     for r in labels.to_dict("records"):
@@ -555,6 +604,8 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
                 "answers": answers,
                 "statuses": statuses,
                 "cost": from_units(int(cost_u.get(iid, 0) or 0)),
+                "human_labels": given.get(iid, []) if r["human"] else [],
+                "human_confidence": _float(task["confidence"]) if task is not None else None,
                 "pending_human": iid in waiting,
                 "run_id": rid,
             }
@@ -579,7 +630,7 @@ def export(cfg: ProjectConfig, fmt: str, out: Path | None) -> Path:
                     f.write(json.dumps(rec, default=str, ensure_ascii=False) + "\n")
             return out
         flat = df.copy()
-        for col in ("labelled_by", "annotators", "answers", "statuses"):
+        for col in ("labelled_by", "annotators", "answers", "statuses", "human_labels"):
             flat[col] = flat[col].map(lambda v: json.dumps(v, ensure_ascii=False, default=str))
         if fmt == "csv":
             flat.to_csv(out, index=False)

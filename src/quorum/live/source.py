@@ -28,6 +28,8 @@ import numpy as np
 
 from quorum.data.schema import TaskType
 from quorum.live.calls import Annotator, Redactor, Request, Response, request_key
+from quorum.live.collector import AnswerCollector, Collected
+from quorum.live.human_book import HumanBook
 from quorum.live.humans import HumanQueue, HumanTask, match_label
 from quorum.live.ledger import Ledger
 from quorum.live.parsing import LabelParser, Parsed, parse_confidence, parse_summary
@@ -78,26 +80,24 @@ def shared_loop() -> LoopThread:
 
 @dataclass
 class HumanArm:
-    """The human annotator: a name, a price and the queue behind it."""
+    """The human annotator: a name, the price of one label, the queue behind it, and the
+    team's rules (labels per item, timeout, reliability prior, quality for the router)."""
 
     name: str
     price: float
     queue: HumanQueue
     builder: PromptBuilder
-
-
-@dataclass
-class Collected:
-    """What one look at the human queue changed in the ledger (item ids)."""
-
-    new: list[str] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)
-    late: list[str] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
+    labels_per_item: int = 1
+    timeout: float | None = None
+    prior_accuracy: float = 0.8
+    prior_strength: float = 4.0
+    arm_quality: str | float = "auto"
+    min_evidence: int = 10
 
     @property
-    def any(self) -> bool:
-        return bool(self.new or self.changed or self.late)
+    def task_price(self) -> float:
+        """What one human task may cost: a label from each of ``labels_per_item`` people."""
+        return from_units(to_units(self.price) * self.labels_per_item)
 
 
 #: the raw text of an outcome the source did not produce because the pass is frozen
@@ -141,6 +141,7 @@ class LiveSource:
         concurrency: int = 16,
         redactor: Redactor | None = None,
         on_event: Callable[[Outcome, LiveStats], None] | None = None,
+        gold: dict[str, str] | None = None,
     ) -> None:
         self.task_type = task_type
         self.items = {it.item_id: it for it in items}
@@ -171,11 +172,15 @@ class LiveSource:
         self._sem: asyncio.Semaphore | None = None
         self._guard_warned = False
         self._loop = shared_loop()
+        #: known labels of control items (the items file's gold column), to check people
+        self.gold = {k: v for k, v in (gold or {}).items() if isinstance(v, str)}
+        self.book = HumanBook(ledger)
+        self.collector = AnswerCollector(self) if human is not None else None
 
     # -- AnnotationSource ------------------------------------------------------
     def price(self, annotator: str) -> float:
         if self.human is not None and annotator == self.human.name:
-            return self.human.price
+            return self.human.task_price
         return self.annotators[annotator].price()
 
     def confidence_price(self, annotator: str) -> float:
@@ -234,121 +239,59 @@ class LiveSource:
         tasks = tasks[(tasks["given"] == 1) & tasks["item_id"].isin(list(self.items))]
         out = []
         for r in tasks.to_dict("records"):
-            row = self.ledger.by_key(r["request_key"])
-            cost = float(row["cost"]) if row is not None else float(r["price"] or 0.0)
+            cost = self._task_cost(r["request_key"])
             out.append(Outcome(r["item_id"], self.human.name, r["label"], cost, raw=r["raw"]))
         return out
 
     # -- human answers ---------------------------------------------------------
     def collect_answers(self) -> Collected:
-        """Read the human queue and attach every answer to its task in the ledger.
-
-        Independent of any routing pass: a pending task becomes answered (and paid, once),
-        a later row for an answered item replaces its label (logged), an answer to a
-        withdrawn task is taken if the budget still has room for it. Answers for unknown
-        item ids, for items never sent to a human, and answers that are not a label are
-        reported once each.
-        """
-        got = Collected()
-        if self.human is None:
-            return got
-        h = self.human
-        final: dict[str, tuple[str, Any]] = {}
-        for ans in h.queue.poll():
-            item = self.items.get(ans.item_id)
-            if item is None:
-                self._report(
-                    ("unknown", ans.item_id),
-                    "answers: item id %r (%s) is not in the items file; the answer is ignored",
-                    ans.item_id,
-                    _at(ans.line, ans.by),
-                )
-                continue
-            label = self._match(item, ans.raw)
-            if label is None:
-                self._report(
-                    ("invalid", ans.item_id, ans.line, ans.raw),
-                    "answers: %s, item %s: %r is not a label (%s); the item "
-                    "keeps its earlier answer or stays pending until corrected",
-                    _at(ans.line, ans.by),
-                    ans.item_id,
-                    ans.raw,
-                    self._label_help(item),
-                )
-                continue
-            prev = final.get(ans.item_id)
-            if prev is not None and prev[0] != label:
-                self._report(
-                    ("fix", ans.item_id, ans.line),
-                    "answers: item %s was answered %r %s and %r %s; the later row wins",
-                    ans.item_id,
-                    prev[1].raw,
-                    _at(prev[1].line, prev[1].by, on=True),
-                    ans.raw,
-                    _at(ans.line, ans.by, on=True),
-                )
-            final[ans.item_id] = (label, ans)
-        if not final:
-            return got
-        tasks = self.ledger.human_tasks()
-        tasks = tasks[tasks["annotator"] == h.name]
-        by_item: dict[str, dict] = {}
-        for r in tasks.to_dict("records"):  # oldest first: a pending task wins over others
-            if r["item_id"] not in by_item or r["status"] == "pending":
-                by_item[r["item_id"]] = r
-        answered: list[str] = []
-        for iid, (label, ans) in final.items():
-            task = by_item.get(iid)
-            if task is None:
-                self._report(
-                    ("unasked", iid),
-                    "answers: item %s (%s) was never sent to "
-                    "a human; the answer is kept in the file and used if it is asked "
-                    "for",
-                    iid,
-                    _at(ans.line, ans.by),
-                )
-                continue
-            key, status = task["request_key"], task["status"]
-            if status == "pending":
-                self.ledger.answer_human(key, label, ans.by, ans.raw, ans.line)
-                got.new.append(iid)
-                answered.append(iid)
-            elif status == "answered" and task["label"] != label:
-                self.ledger.correct_human(key, label, ans.by, ans.raw, ans.line)
-                log.info(
-                    "answers: item %s is now %r (%s), replacing %r (%s)",
-                    iid,
-                    ans.raw,
-                    _at(ans.line, ans.by),
-                    task["raw"],
-                    _at(_line(task["line"]), task.get("answered_by")),
-                )
-                got.changed.append(iid)
-            elif status == "withdrawn":
-                price = to_units(task["price"] or 0.0)
-                if self._committed_u + self._held_u + price <= self.limit_u:
-                    self.ledger.answer_human(key, label, ans.by, ans.raw, ans.line)
-                    self.ledger.mark_given([key])
-                    got.late.append(iid)
-                    log.info(
-                        "answers: item %s was answered after its task was withdrawn; "
-                        "the answer is paid and used",
-                        iid,
-                    )
-                else:
-                    got.refused.append(iid)
-                    self._report(
-                        ("late", iid),
-                        "answers: item %s was answered after its "
-                        "task was withdrawn and the budget has no room left to pay "
-                        "for it; it is not used",
-                        iid,
-                    )
-        if answered:
-            h.queue.withdraw(answered)
+        """Read the human queue and attach every answer to its task in the ledger
+        (:class:`~quorum.live.collector.AnswerCollector`: slots, late answers, timeouts,
+        reliabilities and votes), independent of any routing pass."""
+        if self.collector is None:
+            return Collected()
+        got = self.collector.collect()
         self._sync_money()
         return got
+
+    def human_quality(self) -> float | None:
+        """The human arm's estimated quality for the router (None: keep its default)."""
+        return None if self.collector is None else self.collector.arm_quality()
+
+    def next_expiry(self) -> float | None:
+        return None if self.collector is None else self.collector.next_expiry()
+
+    def _task_cost(self, key: str) -> float:
+        """What a human task cost (paid and held) as the router sees it: at most the k
+        labels it reserved. Late labels beyond them are paid from money nobody held; the
+        ledger (and so the project guard) counts them, the router's own budget does not."""
+        assert self.human is not None
+        cap = to_units(self.human.task_price)
+        return from_units(min(self.book.cost_units(key), cap))
+
+    def _room(self, units: int) -> bool:
+        """Whether the budget has ``units`` left beside what is paid, held and reserved."""
+        return self._committed_u + self._held_u + units <= self.limit_u
+
+    def _commit(self, units: int) -> None:
+        self._committed_u += units
+        self.stats.committed = from_units(self._committed_u)
+
+    def _late_call(self, key: str, item_id: str, slot: int, label: str, raw: str,
+                   price: float) -> int:  # fmt: skip
+        """The paid call row of a late answer that has no slot of its own yet."""
+        assert self.human is not None
+        return self.ledger.start_call(
+            self.run_id, f"{key}#{slot + 1}", "annotate", item_id, self.human.name, "human",
+            None, None, self.items[item_id].text if item_id in self.items else "",
+            {"late": True}, price, status="ok", cost=price,
+            cost_source="human price (late answer)",
+        )  # fmt: skip
+
+    def _resubmit(self, key: str, item_id: str) -> None:
+        """Show a task again with who answered it so far (it still wants labels)."""
+        if self.human is not None and item_id in self.items:
+            self.human.queue.submit([self._human_task(self.items[item_id], key)])
 
     def _match(self, item: ItemView, raw: str) -> str | None:
         if self.task_type is TaskType.summarization:
@@ -380,14 +323,16 @@ class LiveSource:
         if self.human is None:
             return 0
         pend = self.ledger.pending_humans()
-        tasks = [self._human_task(self.items[i]) for i in pend["item_id"] if i in self.items]
+        tasks = [self._human_task(self.items[i], k)
+                 for i, k in zip(pend["item_id"], pend["request_key"], strict=True)
+                 if i in self.items]  # fmt: skip
         self.human.queue.submit(tasks)
         return len(tasks)
 
     def withdraw_tasks(self, keys: dict[str, str]) -> None:
         """Withdraw pending tasks no pass needs (key -> item id): the held money is freed."""
         for key in keys:
-            self.ledger.withdraw_human(key)
+            self.book.stop(key, "withdrawn", "no routing pass needs it")
         if self.human is not None and keys:
             self.human.queue.withdraw(list(keys.values()))
         self._sync_money()
@@ -590,11 +535,17 @@ class LiveSource:
         return out
 
     # -- humans ----------------------------------------------------------------
-    def _human_task(self, item: ItemView) -> HumanTask:
+    def _human_task(self, item: ItemView, key: str | None = None) -> HumanTask:
         assert self.human is not None
         b = self.human.builder
         choices = [] if self.task_type is TaskType.summarization else b.options(item)
-        return HumanTask(item, b.instructions, choices)
+        k = self.human.labels_per_item
+        by: tuple[str, ...] = ()
+        if k > 1 and key is not None:
+            lab = self.book.labels(key)
+            by = tuple(p for p, st in zip(lab["person"], lab["status"], strict=True)
+                       if st in ("answered", "late") and isinstance(p, str))  # fmt: skip
+        return HumanTask(item, b.instructions, choices, wanted=k, answered_by=by)
 
     def _human_key(self, item: ItemView) -> str:
         assert self.human is not None
@@ -604,7 +555,8 @@ class LiveSource:
         )  # fmt: skip
 
     def _human_call(self, item: ItemView) -> Outcome:
-        """The item's human task: its answer if there is one, else pending (sent once)."""
+        """The item's human task: its (voted) label if it has one, pending while it waits
+        (sent once, holding the price of each label wanted), failed if it expired."""
         assert self.human is not None
         h = self.human
         key = self._human_key(item)
@@ -612,34 +564,41 @@ class LiveSource:
         task = self.ledger.human_task(key)
         status = task["status"] if task is not None else None
         if status == "answered":
-            row = self.ledger.by_key(key)
-            out = Outcome(
-                item.item_id, h.name, task["label"], float(row["cost"] or 0.0), raw=task["raw"]
-            )
+            out = Outcome(item.item_id, h.name, task["label"], self._task_cost(key),
+                          raw=task["raw"])  # fmt: skip
+            self._event(out)
+            return out
+        if status == "expired":
+            out = Outcome(item.item_id, h.name, None, 0.0, status="failed",
+                          raw=f"expired: {task['note'] or 'no answer in time'}")  # fmt: skip
             self._event(out)
             return out
         if self.frozen and status != "pending":
             return Outcome(item.item_id, h.name, None, 0.0, status="pending", raw=DEFERRED)
         if status is None or status == "withdrawn":
-            if not self._hold(h.price):
+            if not self._hold(h.task_price):
                 return Outcome(
                     item.item_id, h.name, None, 0.0, status="failed", raw="project budget reached"
                 )
             if status is None:
-                call_id = self.ledger.start_call(
-                    self.run_id, key, "annotate", item.item_id, h.name, "human", None, None,
-                    item.text, {"queue": type(h.queue).__name__}, h.price, status="pending",
-                    cost=h.price, cost_source="human price (held until answered)",
-                )  # fmt: skip
-                self.ledger.queue_human(key, item.item_id, h.name, call_id, h.price)
+                ids = [
+                    self.ledger.start_call(
+                        self.run_id, key if j == 0 else f"{key}#{j + 1}", "annotate",
+                        item.item_id, h.name, "human", None, None, item.text,
+                        {"queue": type(h.queue).__name__, "slot": j}, h.price, status="pending",
+                        cost=h.price, cost_source="human price (held until answered)",
+                    )
+                    for j in range(h.labels_per_item)
+                ]  # fmt: skip
+                self.ledger.queue_human(key, item.item_id, h.name, ids, h.price)
             else:
-                self.ledger.reopen_human(key, h.price)
-            self._settle(h.price, h.price)
-            self._to_submit[item.item_id] = self._human_task(item)
-        row = self.ledger.by_key(key)
+                self.book.reopen(key, h.price)
+            self._settle(h.task_price, h.task_price)
+            self._to_submit[item.item_id] = self._human_task(item, key)
+        cost = self._task_cost(key)
         if not self.frozen:
             self.blocking[key] = item.item_id
-        out = Outcome(item.item_id, h.name, None, float(row["cost"] or 0.0), status="pending")
+        out = Outcome(item.item_id, h.name, None, cost, status="pending")
         self._event(out)
         return out
 
@@ -675,22 +634,3 @@ class LiveSource:
                 self.on_event(out, s)
             except Exception:  # a display problem must never break a run
                 log.debug("progress callback failed", exc_info=True)
-
-
-def _at(line: int | None, by: str | None, on: bool = False) -> str:
-    """Where an answer came from: its line in the answers file, else who gave it (web queues).
-
-    >>> _at(3, None), _at(None, "ann@example.org", on=True), _at(None, None)
-    ('line 3', 'from ann@example.org', 'from the queue')
-    """
-    if line is not None:
-        return f"on line {line}" if on else f"line {line}"
-    return f"from {by}" if by else "from the queue"
-
-
-def _line(x: Any) -> int | None:
-    """A line number read back from the ledger (pandas may hand it over as a float)."""
-    try:
-        return None if x is None or x != x else int(x)
-    except (TypeError, ValueError):
-        return None
