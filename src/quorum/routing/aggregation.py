@@ -39,9 +39,13 @@ class WeightedMajorityVote:
         self,
         outputs: Mapping[str, str],
         is_human: Callable[[str], bool],
-        priority: list[str] | None = None,
+        priority: list[str] | Callable[[], list[str]] | None = None,
     ) -> tuple[str | None, float]:
-        """Return (label, weighted agreement) for one item; (None, 0.0) when empty."""
+        """Return (label, weighted agreement) for one item; (None, 0.0) when empty.
+
+        ``priority`` may be a function giving the trust order: it is then only called
+        when there is a tie to break.
+        """
         if not outputs:
             return None, 0.0
         totals: dict[str, float] = {}
@@ -53,7 +57,7 @@ class WeightedMajorityVote:
         if len(tied) == 1:
             label = tied[0]
         else:
-            order = priority or list(outputs)
+            order = (priority() if callable(priority) else priority) or list(outputs)
             rank = {a: i for i, a in enumerate(order)}
             label = min(
                 tied,

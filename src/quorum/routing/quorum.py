@@ -24,12 +24,15 @@ Choices the paper leaves open are parameters, documented in docs/router.md.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
 from quorum.data.schema import TaskType
 from quorum.features.context import ContextBuilder
 from quorum.routing.aggregation import CentroidSummary, WeightedMajorityVote, disagreement
+from quorum.routing.asked import AskedContexts
 from quorum.routing.auditing import (
     audit_human_count,
     calibration_error_mask,
@@ -56,6 +59,8 @@ from quorum.routing.policy import (
 )
 from quorum.routing.posterior import BayesianLinearPosterior
 from quorum.routing.recorder import CallRecorder
+from quorum.routing.refinement import PriorityQueue
+from quorum.routing.trace import DecisionTrace
 
 __all__ = ["QuorumRouter", "mahalanobis_uncertainty"]
 
@@ -318,10 +323,11 @@ class _Run:
             self.dim, cfg.prior_mean_human, pv_h, cfg.reward_noise
         )
         self.mask = np.zeros((self.T, self.K))
-        self.asked_x: dict[tuple[int, str], np.ndarray] = {}
-        self.rewarded: set[tuple[int, str]] = set()
+        #: x_t each arm was asked with, and which arms had their reward
+        self.asked = AskedContexts(self.T, [*self.llm_names, self.human], self.dim)
         self.settled = np.zeros(self.T, dtype=bool)
-        self.trace: list[dict] = []
+        self.trace = DecisionTrace(self.llm_names)
+        self._is_available = getattr(source, "is_available", None)
         self.step = 0
         self.info: dict = {}
         self._emb: dict[str, np.ndarray] = {}
@@ -342,7 +348,7 @@ class _Run:
 
     def alive(self, k: int) -> bool:
         """False once a live source has declared arm k's endpoint dead."""
-        check = getattr(self.source, "is_available", None)
+        check = self._is_available
         return True if check is None else bool(check(self.llm_names[k]))
 
     def q_values(self, x: np.ndarray) -> np.ndarray:
@@ -372,23 +378,20 @@ class _Run:
         priority: float | None = None,
     ) -> None:
         self.step += 1
-        row = {
-            "step": self.step,
-            "phase": phase,
-            "item_id": self.ids[t],
-            "arm": arm,
-            "mode": mode,
-            "epsilon": self.policy.epsilon(self.step),
-            "b_t": float(x[self.ctx.b_index]) if x is not None else np.nan,
-            "p_t": float(x[self.ctx.p_index]) if x is not None else np.nan,
-            "price": self.rec.price(arm) if arm != "-" else 0.0,
-            "budget_left": self.budget.remaining,
-            "priority": priority,
-        }
-        if q is not None:
-            for a, v in zip(self.llm_names, q, strict=True):
-                row[f"q:{a}"] = float(v)
-        self.trace.append(row)
+        self.trace.append(
+            self.step,
+            phase,
+            self.ids[t],
+            arm,
+            mode,
+            self.policy.epsilon(self.step),
+            float(x[self.ctx.b_index]) if x is not None else np.nan,
+            float(x[self.ctx.p_index]) if x is not None else np.nan,
+            self.rec.price(arm) if arm != "-" else 0.0,
+            self.budget.remaining,
+            priority,
+            q,
+        )
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         missing = [s for s in dict.fromkeys(texts) if s not in self._emb]
@@ -399,8 +402,9 @@ class _Run:
                 self._emb[s] = v / n if n > 0 else v
         return np.stack([self._emb[s] for s in texts])
 
-    def outputs(self, t: int) -> dict[str, str]:
-        return self.rec.outputs(self.ids[t])
+    def outputs(self, t: int) -> Mapping[str, str]:
+        """Usable outputs of item t by annotator (the recorder's own: read, never change)."""
+        return self.rec.usable(self.ids[t])
 
     def is_h(self, a: str) -> bool:
         return self.rec.is_human(a)
@@ -416,8 +420,8 @@ class _Run:
         n = len(outs)
         if n == 0:
             return None, 0.0, 0
-        if not self.summ:
-            y, agr = self.agg.vote(outs, self.is_h, self.vote_priority(t))
+        if not self.summ:  # the trust order is only needed to break a tie
+            y, agr = self.agg.vote(outs, self.is_h, lambda: self.vote_priority(t))
             return y, agr, n
         names = list(outs)
         emb = self._embed([outs[a] for a in names])
@@ -457,27 +461,26 @@ class _Run:
             ref, _, _ = self.aggregate(t)
         else:
             return
+        asked = self.asked
         for a, o in answers.items():
-            if self.is_h(a) or (t, a) in self.rewarded or (t, a) not in self.asked_x:
+            if self.is_h(a) or asked.rewarded(t, a) or not asked.has(t, a):
                 continue
             if o.status == "pending" or o.status == "failed":
                 continue
             r = self.similarity_reward(o.output if o.ok else None, ref)
-            self.post[a].update(self.asked_x[(t, a)], r)
-            self.rewarded.add((t, a))
+            self.post[a].update(asked.get(t, a), r)
+            asked.mark_rewarded(t, a)
         # the human arm: agreement with the other annotators' majority, when there are >= 2
         others = {a: y for a, y in outs.items() if not self.is_h(a)}
-        if human_out is not None and len(others) >= 2 and (t, self.human) in self.asked_x:
+        if human_out is not None and len(others) >= 2 and asked.has(t, self.human):
             if self.summ:
                 names = list(others)
                 emb = self._embed([others[a] for a in names])
                 ref_o = others[names[self.agg.choose(emb, np.ones(len(names)))]]
             else:
-                ref_o, _ = self.agg.vote(others, self.is_h, self.vote_priority(t))
-            self.post_h.update(
-                self.asked_x[(t, self.human)], self.similarity_reward(human_out, ref_o)
-            )
-            self.rewarded.add((t, self.human))
+                ref_o, _ = self.agg.vote(others, self.is_h, lambda: self.vote_priority(t))
+            self.post_h.update(asked.get(t, self.human), self.similarity_reward(human_out, ref_o))
+            asked.mark_rewarded(t, self.human)
 
     # ------------------------------------------------------------ dollars
     def dollars(self) -> None:
@@ -563,7 +566,7 @@ class _Run:
             arm = self.human if k is None else self.llm_names[fits[k]]
             price = self.c_h if k is None else float(self.c[fits[k]])
             plan.take(price)
-            self.asked_x[(t, arm)] = x
+            self.asked.put(t, arm, x)
             if k is not None:
                 self.mask[t, fits[k]] = 1.0
             self._log(t, "route", arm, mode, x, q)
@@ -586,7 +589,7 @@ class _Run:
             x = self.context(t, 1.0, 0.0, np.zeros(self.K))
             for a in [self.human, *self.llm_names]:
                 reqs.append((self.ids[t], a))
-                self.asked_x[(t, a)] = x
+                self.asked.put(t, a, x)
                 self._log(t, "calibration", a, "calibration", x, None)
         if reqs:
             self.rec.annotate_many(reqs, phase="calibration")
@@ -686,8 +689,14 @@ class _Run:
         return llms, self.human not in asked
 
     def refine(self) -> None:
+        """Phase 3: extra annotations, the open item with the highest priority P_t first.
+
+        Counts of open items (with and without an answer) are kept as items close, and the
+        next item comes from a heap (:class:`~quorum.routing.refinement.PriorityQueue`),
+        so a pick costs O(log T), not O(T).
+        """
         cfg, T = self.cfg, self.T
-        n_asked = np.array([len(self.rec.by_item.get(i, {})) for i in self.ids])
+        n_asked = np.array([len(self.rec.by_item.get(i, ())) for i in self.ids])
         no_answer = np.array([len(self.outputs(t)) == 0 for t in range(T)])
         open_ = (~self.settled) & (n_asked < cfg.max_annotations)
         # items whose only answer agrees with itself are open; consensus needs >= 2
@@ -702,6 +711,8 @@ class _Run:
         for t in np.flatnonzero(open_):
             delta[t] = self.delta(t)
             has_h[t] = float(self.human in self.outputs(t))
+        # open items that have no answer yet: phase 3 keeps c_min for each of them
+        n_unanswered = int(no_answer[open_].sum())
 
         def recompute() -> None:
             idx = np.flatnonzero(open_)
@@ -712,18 +723,26 @@ class _Run:
             prio[idx] = D + delta[idx] + (1.0 - has_h[idx])
 
         recompute()
+        queue = PriorityQueue(prio, open_)
+
+        def close(t: int) -> None:
+            nonlocal n_unanswered
+            if open_[t] and no_answer[t]:
+                n_unanswered -= 1
+            queue.close(t)
+            prio[t] = -np.inf
+
         picks = 0
-        while open_.any():
+        while len(queue):
             # keep money to give a first annotation to items that still have none
-            keep = float(no_answer[open_].sum()) * self.c_min
-            t = int(np.argmax(np.where(open_, prio, -np.inf)))
+            keep = float(n_unanswered) * self.c_min
+            t = queue.top()
             llms, human_free = self._open_arms(t)
             x = self.context(t, self.budget.remaining_fraction, 1.0)
             fits = [k for k in llms if self.rec.can_afford(self.llm_names[k], keep=keep)]
             human_ok = human_free and self.rec.can_afford(self.human, keep=keep)
             if not fits and not human_ok:
-                open_[t] = False
-                prio[t] = -np.inf
+                close(t)
                 if not (self.budget.can_afford(self.c_min)):
                     break
                 continue
@@ -738,21 +757,23 @@ class _Run:
                 scores = qs - cfg.cost_penalty * self.c[fits] / self.c_h if fits else None
                 policy = self.policy
                 if cfg.adaptive_tau:
-                    need = max(1.0, float(open_.sum())) * self.c_h
+                    need = max(1.0, float(len(queue))) * self.c_h
                     ratio = min(1.0, self.budget.remaining / need)
                     policy = policy.with_tau(adaptive_tau(cfg.tau_h, ratio))
                 k, mode = policy.select(
                     qs, self.step, self.rng, human_allowed=human_ok, scores=scores
                 )
             arm = self.human if k is None else self.llm_names[fits[k]]
-            self.asked_x[(t, arm)] = x
+            self.asked.put(t, arm, x)
             self._log(t, "extra", arm, mode, x, q, float(prio[t]))
             self.rec.annotate(self.ids[t], arm, phase="extra")
             if k is not None:
                 self.mask[t, fits[k]] = 1.0
             n_asked[t] += 1
             outs = self.outputs(t)
+            was_unanswered = bool(no_answer[t])
             no_answer[t] = len(outs) == 0
+            n_unanswered += int(no_answer[t]) - int(was_unanswered)
             _y, agr, n = self.aggregate(t)
             done = (
                 self.human in outs
@@ -761,8 +782,7 @@ class _Run:
             )
             if done:
                 self.settle(t)
-                open_[t] = False
-                prio[t] = -np.inf
+                close(t)
             else:
                 delta[t] = self.delta(t)
                 has_h[t] = float(self.human in outs)
@@ -770,9 +790,11 @@ class _Run:
                 xv = self.context(t, self.budget.remaining_fraction, 1.0)[None, :]
                 D = self.difficulty(xv)
                 prio[idx] = D + delta[idx] + (1.0 - has_h[idx])
+                queue.push(t)
             picks += 1
-            if picks % max(cfg.priority_refresh, int(open_.sum()) // 50 + 1) == 0:
+            if picks % max(cfg.priority_refresh, len(queue) // 50 + 1) == 0:
                 recompute()
+                queue.rebuild()
         if cfg.spend_leftover:
             self.leftover_humans(n_asked)
 
@@ -824,7 +846,7 @@ class _Run:
         order = np.argsort(-prio, kind="stable")[:n_afford]
         chosen = cand[order]
         for pos, t in zip(order, chosen, strict=True):
-            self.asked_x[(int(t), self.human)] = X[pos]
+            self.asked.put(int(t), self.human, X[pos])
             self._log(int(t), "leftover", self.human, "leftover", None, None, None)
         reqs = [(self.ids[t], self.human) for t in chosen]
         for i in range(0, len(reqs), cfg.batch_size):
@@ -921,6 +943,6 @@ class _Run:
             cost=self.budget.spent,
             human_labels=self.budget.human_used,
             llm_calls=self.rec.llm_calls,
-            trace=pd.DataFrame(self.trace),
+            trace=self.trace.frame(),
             info=self.info,
         )

@@ -1,0 +1,162 @@
+"""The data structures behind routing at scale give what the plain ones gave (no timings)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from quorum.routing.asked import AskedContexts
+from quorum.routing.base import Outcome
+from quorum.routing.recorder import CallLog
+from quorum.routing.refinement import PriorityQueue
+from quorum.routing.trace import DecisionTrace
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 40))
+def test_priority_queue_picks_what_argmax_picks(seed, n):
+    """Random closes, new priorities (ties included) and rebuilds: top() == argmax."""
+    rng = np.random.default_rng(seed)
+    prio = rng.integers(0, 5, size=n).astype(float)  # few values: many ties
+    open_ = rng.random(n) < 0.8
+    prio[~open_] = -np.inf
+    queue = PriorityQueue(prio, open_)
+    for _ in range(3 * n):
+        if not open_.any():
+            assert len(queue) == 0
+            with pytest.raises(IndexError):
+                queue.top()
+            break
+        want = int(np.argmax(np.where(open_, prio, -np.inf)))
+        assert queue.top() == want
+        assert len(queue) == int(open_.sum())
+        move = rng.random()
+        if move < 0.3:
+            queue.close(want)
+            prio[want] = -np.inf
+        elif move < 0.8:
+            t = int(rng.choice(np.flatnonzero(open_)))
+            prio[t] = float(rng.integers(0, 5))
+            queue.push(t)
+        else:
+            prio[open_] = rng.integers(0, 5, size=int(open_.sum())).astype(float)
+            queue.rebuild()
+
+
+def test_asked_contexts_match_a_dict():
+    rng = np.random.default_rng(0)
+    arms = ["a", "b", "human"]
+    store = AskedContexts(5, arms, dim=3)
+    ref: dict[tuple[int, str], np.ndarray] = {}
+    for _ in range(200):  # more puts than the initial buffer: it grows
+        t, arm = int(rng.integers(5)), str(rng.choice(arms))
+        x = rng.random(3)
+        store.put(t, arm, x)
+        ref[(t, arm)] = x
+    for t in range(5):
+        for arm in [*arms, "unknown"]:
+            assert store.has(t, arm) == ((t, arm) in ref)
+            if (t, arm) in ref:
+                assert np.array_equal(store.get(t, arm), ref[(t, arm)])
+    big = AskedContexts(2, ["a"], dim=2)
+    for t in range(2):
+        big.put(t, "a", np.array([t, t + 0.5]))
+    for i in range(40):
+        big.put(i % 2, "a", np.array([i, i + 0.5]))  # replacing keeps one row per pair
+    assert big._n == 2
+    assert not big.rewarded(0, "a")
+    big.mark_rewarded(0, "a")
+    assert big.rewarded(0, "a") and not big.rewarded(1, "a") and not big.rewarded(0, "x")
+
+
+def _trace_rows(rng, llms, n, with_priority, with_q):
+    rows = []
+    for i in range(n):
+        x = rng.random() < 0.7
+        row = {
+            "step": i + 1,
+            "phase": str(rng.choice(["calibration", "route", "extra"])),
+            "item_id": f"i{rng.integers(5)}",
+            "arm": str(rng.choice([*llms, "gold"])),
+            "mode": "explore",
+            "epsilon": float(rng.random()),
+            "b_t": float(rng.random()) if x else np.nan,
+            "p_t": float(rng.random()) if x else np.nan,
+            "price": float(rng.random()),
+            "budget_left": float(rng.random()),
+            "priority": float(rng.random()) if with_priority and rng.random() < 0.5 else None,
+        }
+        q = rng.random(len(llms)) if with_q and rng.random() < 0.6 else None
+        if q is not None:
+            for a, v in zip(llms, q, strict=True):
+                row[f"q:{a}"] = float(v)
+        rows.append((row, q))
+    return rows
+
+
+@pytest.mark.parametrize("with_priority", [True, False])
+@pytest.mark.parametrize("with_q", [True, False])
+@pytest.mark.parametrize("n", [0, 1, 30])
+def test_decision_trace_frame_equals_list_of_dicts(with_priority, with_q, n):
+    rng = np.random.default_rng(n)
+    llms = ["small", "large"]
+    rows = _trace_rows(rng, llms, n, with_priority, with_q)
+    trace = DecisionTrace(llms)
+    for row, q in rows:
+        vals = [row[k] for k in list(row)[:11]]
+        trace.append(*vals, q)
+    want = pd.DataFrame([r for r, _ in rows])
+    pd.testing.assert_frame_equal(trace.frame(), want)
+    assert len(trace) == n
+
+
+def test_call_log_frame_and_rows_equal_list_of_dicts():
+    cols = ["item_id", "annotator", "output", "status", "cost", "phase", "step", "kind"]
+    rows = [
+        dict(zip(cols, ["i1", "a", "X", "ok", 0.01, "route", 1, "llm"], strict=True)),
+        dict(zip(cols, ["i2", "gold", None, "failed", 0.1, "extra", 2, "human"], strict=True)),
+    ]
+    log = CallLog()
+    pd.testing.assert_frame_equal(log.frame(), pd.DataFrame([], columns=cols))
+    for r in rows:
+        log.append(*r.values())
+    assert log.rows() == rows
+    pd.testing.assert_frame_equal(log.frame(), pd.DataFrame(rows, columns=cols))
+
+
+def test_recorder_usable_outputs_follow_by_item():
+    """outputs() equals the old comprehension over by_item, also when a call is repeated."""
+    from quorum.data.schema import AnnotatorSpec, TaskSpec
+    from quorum.routing.budget import Budget
+    from quorum.routing.recorder import CallRecorder
+
+    answers = {("i1", "a"): Outcome("i1", "a", None, 0.01, "pending")}
+
+    class Source:
+        def price(self, annotator):
+            return 0.01
+
+        def annotate(self, item_id, annotator):
+            return answers.get((item_id, annotator), Outcome(item_id, annotator, "Y", 0.01, "ok"))
+
+        def annotate_many(self, requests):
+            return [self.annotate(i, a) for i, a in requests]
+
+    task = TaskSpec(
+        name="t",
+        type="classification",
+        labels=["Y", "N"],
+        annotators=[AnnotatorSpec(name=n, price=0.01) for n in ("a", "b")],
+    )
+    rec = CallRecorder(task, Source(), Budget(1.0))
+    rec.annotate("i1", "a")
+    rec.annotate("i1", "b")
+    answers[("i1", "a")] = Outcome("i1", "a", "N", 0.01, "ok")
+    rec.annotate("i1", "a")  # answered now: keeps its place before "b", as in by_item
+    want = {a: o.output for a, o in rec.by_item["i1"].items() if o.ok}
+    assert list(rec.outputs("i1").items()) == list(want.items()) == [("a", "N"), ("b", "Y")]
+    assert dict(rec.usable("i1")) == want and rec.outputs("nope") == {}
+    assert [r["step"] for r in rec.rows] == [1, 2, 3]
