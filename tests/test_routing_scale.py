@@ -160,3 +160,36 @@ def test_recorder_usable_outputs_follow_by_item():
     assert list(rec.outputs("i1").items()) == list(want.items()) == [("a", "N"), ("b", "Y")]
     assert dict(rec.usable("i1")) == want and rec.outputs("nope") == {}
     assert [r["step"] for r in rec.rows] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("cosine", [True, False])
+def test_error_order_in_blocks_orders_as_at_once(monkeypatch, cosine):
+    from quorum.routing import auditing
+
+    rng = np.random.default_rng(3)
+    space = rng.normal(size=(300, 6))
+    space /= np.linalg.norm(space, axis=1, keepdims=True)
+    judged = np.arange(60)
+    is_err = rng.random(60) < 0.3
+    rest = np.arange(60, 300)
+    want, how = auditing.error_order(rest, judged, is_err, space, k=5, cosine=cosine)
+    monkeypatch.setattr(auditing, "FULL_MATRIX_ENTRIES", 100)
+    monkeypatch.setattr(auditing, "BLOCK_ENTRIES", 700)  # blocks of a few rows
+    got, how2 = auditing.error_order(rest, judged, is_err, space, k=5, cosine=cosine)
+    assert got.tolist() == want.tolist() and how == how2 == "knn-error-rate"
+
+
+def test_error_order_samples_calibration_items_above_max_pairs():
+    from quorum.routing.auditing import error_order
+
+    rng = np.random.default_rng(4)
+    space = rng.random((500, 4))
+    judged, rest = np.arange(100), np.arange(100, 500)
+    is_err = rng.random(100) < 0.4
+    full, _ = error_order(rest, judged, is_err, space, k=5, max_pairs=400 * 100)
+    assert sorted(full.tolist()) == rest.tolist()
+    order, how = error_order(rest, judged, is_err, space, k=5, max_pairs=400 * 30)
+    assert sorted(order.tolist()) == rest.tolist()
+    assert how == "knn-error-rate (a sample of 30 calibration items)"
+    again, _ = error_order(rest, judged, is_err, space, k=5, max_pairs=400 * 30)
+    assert again.tolist() == order.tolist()  # the sample is fixed

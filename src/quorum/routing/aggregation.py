@@ -11,6 +11,7 @@ Both work per item on a mapping ``annotator -> output`` and, crowd-kit style, on
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -85,8 +86,7 @@ def disagreement(outputs: list[str]) -> float:
     """Delta_t = 1 - max_y count(y) / |Y_t| (unweighted, as in the paper)."""
     if not outputs:
         return 0.0
-    _, counts = np.unique(np.asarray(outputs, dtype=object), return_counts=True)
-    return 1.0 - counts.max() / len(outputs)
+    return 1.0 - max(Counter(outputs).values()) / len(outputs)
 
 
 @dataclass(frozen=True)

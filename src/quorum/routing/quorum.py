@@ -111,6 +111,10 @@ class QuorumRouter(Router):
         items, k = min(auditor_k, |C| // 4), ties broken by the distance to the nearest
         error, so that several separate error regions all count) or "centroid"
         (Algorithm 2 as written: distance to the centroid of the calibration errors).
+    auditor_max_pairs : most (remaining item, calibration item) distances the "knn" rule
+        computes (ours: 2^29; the largest bench cell, imdb-mlapi auditor 0.7, needs 7.5e7). Above
+        it, the neighbours come from a fixed random sample of the calibration items, so
+        that ordering a million items stays linear in the number of items.
     spend_leftover : when no item is open any more and money remains, give human labels
         to settled items without one, highest priority first (ours: the paper's phase 3
         runs "while budget remains" but stops items on consensus).
@@ -193,6 +197,7 @@ class QuorumRouter(Router):
         auditor_space: str = "embedding",
         auditor_rule: str = "knn",
         auditor_k: int = 10,
+        auditor_max_pairs: int = 2**29,
         summary_error_quantile: float = 0.5,
         spend_leftover: bool = True,
         adaptive_tau: bool = True,
@@ -230,6 +235,7 @@ class QuorumRouter(Router):
         self.auditor_space = auditor_space
         self.auditor_rule = auditor_rule
         self.auditor_k = auditor_k
+        self.auditor_max_pairs = auditor_max_pairs
         self.summary_error_quantile = summary_error_quantile
         self.spend_leftover = spend_leftover
         self.adaptive_tau = adaptive_tau
@@ -291,7 +297,7 @@ class _Run:
         self.rec = CallRecorder(problem.task, source, budget)
         self.source = source
         self.summ = problem.task.type is TaskType.summarization
-        self.ids = problem.item_ids
+        self.ids: list[str] = problem.item_ids.tolist()
         self.T = len(self.ids)
         self.llm_names = [a.name for a in problem.llms]  # cheapest first
         self.K = len(self.llm_names)
@@ -328,6 +334,9 @@ class _Run:
         self.settled = np.zeros(self.T, dtype=bool)
         self.trace = DecisionTrace(self.llm_names)
         self._is_available = getattr(source, "is_available", None)
+        #: vote of each item that needed no tie-break: (its outputs, the result)
+        self._votes: list[tuple[Mapping[str, str], int, tuple[str | None, float, int]] | None]
+        self._votes = [None] * self.T
         self.step = 0
         self.info: dict = {}
         self._emb: dict[str, np.ndarray] = {}
@@ -420,14 +429,34 @@ class _Run:
         n = len(outs)
         if n == 0:
             return None, 0.0, 0
-        if not self.summ:  # the trust order is only needed to break a tie
-            y, agr = self.agg.vote(outs, self.is_h, lambda: self.vote_priority(t))
-            return y, agr, n
+        if not self.summ:
+            return self._vote(t, outs, n)
         names = list(outs)
         emb = self._embed([outs[a] for a in names])
         w = np.array([self.cfg.w_human if self.is_h(a) else self.cfg.w_llm for a in names])
         agr = self.agg.agreement(emb)
         return outs[names[self.agg.choose(emb, w)]], agr, n
+
+    def _vote(self, t: int, outs: Mapping[str, str], n: int) -> tuple[str | None, float, int]:
+        """Weighted majority vote of item t, kept until its outputs change.
+
+        The trust order (:meth:`vote_priority`, which moves with the posteriors) is only
+        asked for to break a tie, and a vote that needed it is not kept.
+        """
+        kept = self._votes[t]
+        if kept is not None and kept[0] is outs and kept[1] == n:
+            return kept[2]
+        tied = False
+
+        def priority() -> list[str]:
+            nonlocal tied
+            tied = True
+            return self.vote_priority(t)
+
+        y, agr = self.agg.vote(outs, self.is_h, priority)
+        # outputs only grow in place; a repeated call gives the item a new mapping
+        self._votes[t] = None if tied else (outs, n, (y, agr, n))
+        return y, agr, n
 
     def delta(self, t: int) -> float:
         outs = list(self.outputs(t).values())
@@ -905,6 +934,7 @@ class _Run:
             rule=cfg.auditor_rule,
             k=cfg.auditor_k,
             cosine=cfg.auditor_space == "embedding",
+            max_pairs=cfg.auditor_max_pairs,
         )
         self.info["auditor_order"] = how
         return order
