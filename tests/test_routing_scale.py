@@ -193,3 +193,32 @@ def test_error_order_samples_calibration_items_above_max_pairs():
     assert how == "knn-error-rate (a sample of 30 calibration items)"
     again, _ = error_order(rest, judged, is_err, space, k=5, max_pairs=400 * 30)
     assert again.tolist() == order.tolist()  # the sample is fixed
+
+
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 500, 4097, 9000])
+@pytest.mark.parametrize("d", [5, 17, 22])
+def test_quadratic_form_is_einsum_bit_for_bit(n, d):
+    from quorum.routing.posterior import quadratic_form
+
+    rng = np.random.default_rng(n * 100 + d)
+    X = rng.normal(size=(n, d)) * rng.random(d)
+    X[:, -1] = 1.0
+    A = rng.normal(size=(d, d))
+    S = A @ A.T / d
+    assert np.array_equal(quadratic_form(X, S), np.einsum("ij,jk,ik->i", X, S, X))
+
+
+def test_posterior_update_unchanged_by_outer_spelling():
+    """update() spells np.outer as a broadcast product: same statistics, bit for bit."""
+    from quorum.routing.posterior import BayesianLinearPosterior
+
+    rng = np.random.default_rng(5)
+    post = BayesianLinearPosterior(6, 0.0, 1.0, 1.0, refresh_every=50)
+    prec, eta = np.eye(6), np.zeros(6)
+    for _ in range(120):
+        x, r = rng.random(6), float(rng.random() < 0.5)
+        post.update(x, r)
+        prec = prec + np.outer(x, x) / 1.0
+        eta = eta + (r / 1.0) * x
+    assert np.array_equal(post.precision_, prec)
+    assert np.array_equal(post.eta_, eta)

@@ -542,7 +542,8 @@ class _Run:
         # Phase 2: routing ----------------------------------------------------
         in_cal = np.zeros(T, dtype=bool)
         in_cal[cal] = True
-        rest = [int(t) for t in self.rng.permutation(T) if not in_cal[t]]
+        perm = self.rng.permutation(T)
+        rest = perm[~in_cal[perm]].tolist()
         n_rest = len(rest)
         spare = self.budget.remaining - n_rest * self.c_min
         working = max(0.0, (1.0 - cfg.reserve_share) * spare)
@@ -658,7 +659,8 @@ class _Run:
         """Dollars, "audit": the cheapest LLM on every item left, humans on its likely errors."""
         in_cal = np.zeros(self.T, dtype=bool)
         in_cal[cal] = True
-        rest = np.array([t for t in self.rng.permutation(self.T) if not in_cal[t]], dtype=int)
+        perm = self.rng.permutation(self.T)
+        rest = perm[~in_cal[perm]].astype(int)
         n_h = audit_human_count(
             self.budget.remaining,
             len(rest),
@@ -896,7 +898,7 @@ class _Run:
             self._log(t, "calibration", cheap, "calibration", None, None)
         self.rec.annotate_many(reqs, phase="calibration")
         judged, errs = self._calibration_errors(cal, cheap)
-        rest = np.array([t for t in order[n_cal:]], dtype=int)
+        rest = order[n_cal:].astype(int)
         n_h = B - len(cal)
         if cfg.auditor_cost_match and len(cal) and self.c_h > self.c_min:
             give_up = cost_match_give_up(len(cal), self.c_min, self.c_h)
@@ -941,7 +943,7 @@ class _Run:
 
     # ------------------------------------------------------------ result
     def result(self) -> RoutingResult:
-        rows = []
+        cols: dict[str, list] = {c: [] for c in LABEL_COLUMNS}  # one list per column
         for t in range(self.T):
             item = self.ids[t]
             outs = self.outputs(t)
@@ -949,17 +951,14 @@ class _Run:
                 y, agr, _n = outs[self.human], 1.0, len(outs)
             else:
                 y, agr, _n = self.aggregate(t)
-            rows.append(
-                {
-                    "item_id": item,
-                    "output": y,
-                    "n_annotations": len(self.rec.by_item.get(item, {})),
-                    "agreement": agr,
-                    "human": self.human in outs,
-                    "annotators": ";".join(self.rec.by_item.get(item, {})),
-                }
-            )
-        labels = pd.DataFrame(rows, columns=LABEL_COLUMNS)
+            answers = self.rec.by_item.get(item, {})
+            cols["item_id"].append(item)
+            cols["output"].append(y)
+            cols["n_annotations"].append(len(answers))
+            cols["agreement"].append(agr)
+            cols["human"].append(self.human in outs)
+            cols["annotators"].append(";".join(answers))
+        labels = pd.DataFrame(cols, columns=LABEL_COLUMNS)
         self.info["context_names"] = list(self.ctx.names_)
         self.info["posterior_means"] = {a: p.mean_.tolist() for a, p in self.post.items()}
         self.info["posterior_means"][self.human] = self.post_h.mean_.tolist()
