@@ -19,7 +19,9 @@ the problem is excluded and printed apart). In the same run the script measures:
 - with ``--compare-rev REV``: the router as it was at git revision REV (extracted with
   ``git archive``) on the sizes up to ``--compare-max``, for a ratio old / new;
 - the growth exponent: the slope of log(seconds) against log(items) per cell.
-The 1-minute load average is printed with every row: the machine may be shared.
+The 1-minute load average is printed with every row: the machine may be shared. The CPU
+seconds of the routing process (``time.process_time``) are printed too: on a loaded
+machine the process gets a share of a core, so wall seconds exceed CPU seconds.
 """
 
 from __future__ import annotations
@@ -114,11 +116,12 @@ def worker(n: int, setting: str, fraction: float) -> dict:
     problem, source, budget = synthetic(n, setting, fraction)
     build = time.perf_counter() - t0
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     res = QuorumRouter().route(problem, source, budget, seed=0)
-    secs = time.perf_counter() - t0
+    secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {
         "seconds": secs,
+        "cpu_seconds": cpu,
         "build_seconds": build,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "rss_before_route_mb": rss_before,
@@ -234,32 +237,34 @@ def main() -> None:
     print()
     head = (
         f"{'cell':<13} {'items':>9} {'seconds':>8} {'items/s':>9} {'us/item':>8} "
-        f"{'x floor':>7} {'RSS MB':>7} {'old s':>8} {'old/new':>7} {'strategy':>8} {'load':>5}"
+        f"{'x floor':>7} {'CPU s':>7} {'CPU us/item':>11} {'RSS MB':>7} {'old s':>8} "
+        f"{'old/new':>7} {'strategy':>8} {'load':>5}"
     )
     print(head)
     for cell in args.cells:
         setting, frac = cell.split(":")
-        secs = []
+        secs, cpus = [], []
         for n in args.sizes:
             r = run_cell(src, n, setting, float(frac), args.timeout)
             o = None
             if old is not None and n <= args.compare_max:
                 o = run_cell(old, n, setting, float(frac), args.timeout)
-            s = r["seconds"]
+            s, cpu = r["seconds"], r.get("cpu_seconds", float("nan"))
             secs.append(s)
+            cpus.append(cpu)
             us = s / n * 1e6
             old_s = o["seconds"] if o else float("nan")
             print(
                 f"{cell:<13} {n:>9,} {s:>8.2f} {n / s:>9,.0f} {us:>8.1f} "
-                f"{us / (floor * 1e6):>7.1f} "
+                f"{us / (floor * 1e6):>7.1f} {cpu:>7.2f} {cpu / n * 1e6:>11.1f} "
                 f"{r.get('peak_rss_mb', float('nan')):>7.0f} {old_s:>8.2f} {old_s / s:>7.1f} "
                 f"{r.get('strategy', '-'):>8} {os.getloadavg()[0]:>5.1f}"
                 + (f"  {r['error']}" if "error" in r else "")
                 + (f"  old: {o['error']}" if o and "error" in o else ""),
                 flush=True,
             )
-        slope = growth_exponent(args.sizes, secs)
-        print(f"{cell:<13} growth exponent (log s / log items): {slope:.2f}")
+        slope, slope_cpu = growth_exponent(args.sizes, secs), growth_exponent(args.sizes, cpus)
+        print(f"{cell:<13} growth exponent (log s / log items): {slope:.2f} wall, {slope_cpu:.2f} CPU")
 
 
 if __name__ == "__main__":
