@@ -264,7 +264,10 @@ def main() -> None:
                 flush=True,
             )
         slope, slope_cpu = growth_exponent(args.sizes, secs), growth_exponent(args.sizes, cpus)
-        print(f"{cell:<13} growth exponent (log s / log items): {slope:.2f} wall, {slope_cpu:.2f} CPU")
+        print(
+            f"{cell:<13} growth exponent (log s / log items): "
+            f"{slope:.2f} wall, {slope_cpu:.2f} CPU"
+        )
 
 
 if __name__ == "__main__":
