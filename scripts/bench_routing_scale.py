@@ -265,8 +265,7 @@ def main() -> None:
             )
         slope, slope_cpu = growth_exponent(args.sizes, secs), growth_exponent(args.sizes, cpus)
         print(
-            f"{cell:<13} growth exponent (log s / log items): "
-            f"{slope:.2f} wall, {slope_cpu:.2f} CPU"
+            f"{cell:<13} growth exponent (log s / log items): {slope:.2f} wall, {slope_cpu:.2f} CPU"
         )
 
 
