@@ -11,6 +11,7 @@ Both work per item on a mapping ``annotator -> output`` and, crowd-kit style, on
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -39,9 +40,13 @@ class WeightedMajorityVote:
         self,
         outputs: Mapping[str, str],
         is_human: Callable[[str], bool],
-        priority: list[str] | None = None,
+        priority: list[str] | Callable[[], list[str]] | None = None,
     ) -> tuple[str | None, float]:
-        """Return (label, weighted agreement) for one item; (None, 0.0) when empty."""
+        """Return (label, weighted agreement) for one item; (None, 0.0) when empty.
+
+        ``priority`` may be a function giving the trust order: it is then only called
+        when there is a tie to break.
+        """
         if not outputs:
             return None, 0.0
         totals: dict[str, float] = {}
@@ -53,7 +58,7 @@ class WeightedMajorityVote:
         if len(tied) == 1:
             label = tied[0]
         else:
-            order = priority or list(outputs)
+            order = (priority() if callable(priority) else priority) or list(outputs)
             rank = {a: i for i, a in enumerate(order)}
             label = min(
                 tied,
@@ -81,8 +86,7 @@ def disagreement(outputs: list[str]) -> float:
     """Delta_t = 1 - max_y count(y) / |Y_t| (unweighted, as in the paper)."""
     if not outputs:
         return 0.0
-    _, counts = np.unique(np.asarray(outputs, dtype=object), return_counts=True)
-    return 1.0 - counts.max() / len(outputs)
+    return 1.0 - max(Counter(outputs).values()) / len(outputs)
 
 
 @dataclass(frozen=True)

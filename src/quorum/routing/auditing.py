@@ -41,6 +41,12 @@ def calibration_error_mask(
     return s < 1.0
 
 
+#: distance matrices up to this many entries are computed at once (as before: same bits)
+FULL_MATRIX_ENTRIES = 2**27
+#: larger ones in blocks of rows of about this many entries (bounded memory)
+BLOCK_ENTRIES = 2**24
+
+
 def error_order(
     rest: np.ndarray,
     judged: np.ndarray,
@@ -50,6 +56,7 @@ def error_order(
     rule: str = "knn",
     k: int = 10,
     cosine: bool = True,
+    max_pairs: int | None = None,
 ) -> tuple[np.ndarray, str]:
     """``rest`` sorted so that the items most likely to be LLM errors come first.
 
@@ -63,6 +70,11 @@ def error_order(
     distance to the centroid of the errors (needs 2 errors). With too few errors the
     order is left as it is. Returns (order, how).
 
+    The kNN rule costs |rest| x |judged| distances. ``max_pairs`` bounds that work: above
+    it, the neighbours are looked for among a fixed random sample of
+    ``max_pairs // |rest|`` judged items (``how`` then says so). Distance matrices above
+    :data:`FULL_MATRIX_ENTRIES` entries are computed in blocks of rows.
+
     Examples
     --------
     >>> import numpy as np
@@ -75,18 +87,27 @@ def error_order(
     rest = np.asarray(rest, dtype=int)
     judged = np.asarray(judged, dtype=int)
     is_err = np.asarray(is_error, dtype=float)
+    how = "knn-error-rate"
+    if rule == "knn" and max_pairs is not None and len(rest) * len(judged) > max_pairs:
+        keep = max(1, max_pairs // max(1, len(rest)))
+        pick = np.sort(np.random.default_rng(0).choice(len(judged), keep, replace=False))
+        judged, is_err = judged[pick], is_err[pick]
+        how = f"knn-error-rate (a sample of {keep} calibration items)"
     n_err = int(is_err.sum())
     if rule == "knn" and n_err >= 1 and len(rest):
         kk = max(1, min(k, len(judged) // 4))
-        if cosine:
-            d = 1.0 - space[rest] @ space[judged].T
+        if len(rest) * len(judged) <= FULL_MATRIX_ENTRIES:
+            score, tie = _knn_scores(space[rest], space[judged], is_err, kk, cosine)
         else:
-            d = np.linalg.norm(space[rest][:, None, :] - space[judged][None], axis=2)
-        nn = np.argpartition(d, kk - 1, axis=1)[:, :kk]
-        score = is_err[nn].mean(axis=1)
-        # ties (common with few calibration items) go to the items nearest the errors
-        tie = d[:, is_err > 0].min(axis=1)
-        return rest[np.lexsort((tie, -score))], "knn-error-rate"
+            width = len(judged) * (1 if cosine else space.shape[1])
+            step = max(1, BLOCK_ENTRIES // width)
+            parts = [
+                _knn_scores(space[rest[i : i + step]], space[judged], is_err, kk, cosine)
+                for i in range(0, len(rest), step)
+            ]
+            score = np.concatenate([p[0] for p in parts])
+            tie = np.concatenate([p[1] for p in parts])
+        return rest[np.lexsort((tie, -score))], how
     if n_err >= 2 and len(rest):
         centroid = space[judged[is_err > 0]].mean(axis=0)
         if cosine:
@@ -97,6 +118,19 @@ def error_order(
             dist = np.linalg.norm(space[rest] - centroid, axis=1)
         return rest[np.argsort(dist, kind="stable")], "error-centroid"
     return rest, "random (fewer than 2 calibration errors)"
+
+
+def _knn_scores(
+    query: np.ndarray, ref: np.ndarray, is_err: np.ndarray, kk: int, cosine: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Share of errors among each query row's kk nearest ``ref`` rows; distance to the
+    nearest error (the tie-break)."""
+    d = 1.0 - query @ ref.T if cosine else np.linalg.norm(query[:, None, :] - ref[None], axis=2)
+    nn = np.argpartition(d, kk - 1, axis=1)[:, :kk]
+    score = is_err[nn].mean(axis=1)
+    # ties (common with few calibration items) go to the items nearest the errors
+    tie = d[:, is_err > 0].min(axis=1)
+    return score, tie
 
 
 def audit_human_count(

@@ -23,7 +23,7 @@ Setting = Literal["dollars", "auditor"]
 Status = Literal["ok", "unparseable", "failed", "pending"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """What one call to an annotator returned.
 

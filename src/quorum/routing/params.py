@@ -68,6 +68,7 @@ class QuorumParams(BaseModel):
     auditor_space: Literal["embedding", "features"] = "embedding"
     auditor_rule: Literal["knn", "centroid"] = "knn"
     auditor_k: int = Field(10, ge=1)
+    auditor_max_pairs: int = Field(2**29, ge=1)
     summary_error_quantile: float = Field(0.5, ge=0.0, le=1.0)
     auditor_cost_match: bool = True
     dollars_strategy: Literal["auto", "audit", "bandit"] = "auto"

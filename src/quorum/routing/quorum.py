@@ -24,12 +24,15 @@ Choices the paper leaves open are parameters, documented in docs/router.md.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
 from quorum.data.schema import TaskType
 from quorum.features.context import ContextBuilder
 from quorum.routing.aggregation import CentroidSummary, WeightedMajorityVote, disagreement
+from quorum.routing.asked import AskedContexts
 from quorum.routing.auditing import (
     audit_human_count,
     calibration_error_mask,
@@ -56,6 +59,8 @@ from quorum.routing.policy import (
 )
 from quorum.routing.posterior import BayesianLinearPosterior
 from quorum.routing.recorder import CallRecorder
+from quorum.routing.refinement import PriorityQueue
+from quorum.routing.trace import DecisionTrace
 
 __all__ = ["QuorumRouter", "mahalanobis_uncertainty"]
 
@@ -106,6 +111,10 @@ class QuorumRouter(Router):
         items, k = min(auditor_k, |C| // 4), ties broken by the distance to the nearest
         error, so that several separate error regions all count) or "centroid"
         (Algorithm 2 as written: distance to the centroid of the calibration errors).
+    auditor_max_pairs : most (remaining item, calibration item) distances the "knn" rule
+        computes (ours: 2^29; the largest bench cell, imdb-mlapi auditor 0.7, needs 7.5e7). Above
+        it, the neighbours come from a fixed random sample of the calibration items, so
+        that ordering a million items stays linear in the number of items.
     spend_leftover : when no item is open any more and money remains, give human labels
         to settled items without one, highest priority first (ours: the paper's phase 3
         runs "while budget remains" but stops items on consensus).
@@ -188,6 +197,7 @@ class QuorumRouter(Router):
         auditor_space: str = "embedding",
         auditor_rule: str = "knn",
         auditor_k: int = 10,
+        auditor_max_pairs: int = 2**29,
         summary_error_quantile: float = 0.5,
         spend_leftover: bool = True,
         adaptive_tau: bool = True,
@@ -225,6 +235,7 @@ class QuorumRouter(Router):
         self.auditor_space = auditor_space
         self.auditor_rule = auditor_rule
         self.auditor_k = auditor_k
+        self.auditor_max_pairs = auditor_max_pairs
         self.summary_error_quantile = summary_error_quantile
         self.spend_leftover = spend_leftover
         self.adaptive_tau = adaptive_tau
@@ -286,7 +297,7 @@ class _Run:
         self.rec = CallRecorder(problem.task, source, budget)
         self.source = source
         self.summ = problem.task.type is TaskType.summarization
-        self.ids = problem.item_ids
+        self.ids: list[str] = problem.item_ids.tolist()
         self.T = len(self.ids)
         self.llm_names = [a.name for a in problem.llms]  # cheapest first
         self.K = len(self.llm_names)
@@ -318,10 +329,14 @@ class _Run:
             self.dim, cfg.prior_mean_human, pv_h, cfg.reward_noise
         )
         self.mask = np.zeros((self.T, self.K))
-        self.asked_x: dict[tuple[int, str], np.ndarray] = {}
-        self.rewarded: set[tuple[int, str]] = set()
+        #: x_t each arm was asked with, and which arms had their reward
+        self.asked = AskedContexts(self.T, [*self.llm_names, self.human], self.dim)
         self.settled = np.zeros(self.T, dtype=bool)
-        self.trace: list[dict] = []
+        self.trace = DecisionTrace(self.llm_names)
+        self._is_available = getattr(source, "is_available", None)
+        #: vote of each item that needed no tie-break: (its outputs, the result)
+        self._votes: list[tuple[Mapping[str, str], int, tuple[str | None, float, int]] | None]
+        self._votes = [None] * self.T
         self.step = 0
         self.info: dict = {}
         self._emb: dict[str, np.ndarray] = {}
@@ -342,7 +357,7 @@ class _Run:
 
     def alive(self, k: int) -> bool:
         """False once a live source has declared arm k's endpoint dead."""
-        check = getattr(self.source, "is_available", None)
+        check = self._is_available
         return True if check is None else bool(check(self.llm_names[k]))
 
     def q_values(self, x: np.ndarray) -> np.ndarray:
@@ -372,23 +387,20 @@ class _Run:
         priority: float | None = None,
     ) -> None:
         self.step += 1
-        row = {
-            "step": self.step,
-            "phase": phase,
-            "item_id": self.ids[t],
-            "arm": arm,
-            "mode": mode,
-            "epsilon": self.policy.epsilon(self.step),
-            "b_t": float(x[self.ctx.b_index]) if x is not None else np.nan,
-            "p_t": float(x[self.ctx.p_index]) if x is not None else np.nan,
-            "price": self.rec.price(arm) if arm != "-" else 0.0,
-            "budget_left": self.budget.remaining,
-            "priority": priority,
-        }
-        if q is not None:
-            for a, v in zip(self.llm_names, q, strict=True):
-                row[f"q:{a}"] = float(v)
-        self.trace.append(row)
+        self.trace.append(
+            self.step,
+            phase,
+            self.ids[t],
+            arm,
+            mode,
+            self.policy.epsilon(self.step),
+            float(x[self.ctx.b_index]) if x is not None else np.nan,
+            float(x[self.ctx.p_index]) if x is not None else np.nan,
+            self.rec.price(arm) if arm != "-" else 0.0,
+            self.budget.remaining,
+            priority,
+            q,
+        )
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         missing = [s for s in dict.fromkeys(texts) if s not in self._emb]
@@ -399,8 +411,9 @@ class _Run:
                 self._emb[s] = v / n if n > 0 else v
         return np.stack([self._emb[s] for s in texts])
 
-    def outputs(self, t: int) -> dict[str, str]:
-        return self.rec.outputs(self.ids[t])
+    def outputs(self, t: int) -> Mapping[str, str]:
+        """Usable outputs of item t by annotator (the recorder's own: read, never change)."""
+        return self.rec.usable(self.ids[t])
 
     def is_h(self, a: str) -> bool:
         return self.rec.is_human(a)
@@ -417,13 +430,33 @@ class _Run:
         if n == 0:
             return None, 0.0, 0
         if not self.summ:
-            y, agr = self.agg.vote(outs, self.is_h, self.vote_priority(t))
-            return y, agr, n
+            return self._vote(t, outs, n)
         names = list(outs)
         emb = self._embed([outs[a] for a in names])
         w = np.array([self.cfg.w_human if self.is_h(a) else self.cfg.w_llm for a in names])
         agr = self.agg.agreement(emb)
         return outs[names[self.agg.choose(emb, w)]], agr, n
+
+    def _vote(self, t: int, outs: Mapping[str, str], n: int) -> tuple[str | None, float, int]:
+        """Weighted majority vote of item t, kept until its outputs change.
+
+        The trust order (:meth:`vote_priority`, which moves with the posteriors) is only
+        asked for to break a tie, and a vote that needed it is not kept.
+        """
+        kept = self._votes[t]
+        if kept is not None and kept[0] is outs and kept[1] == n:
+            return kept[2]
+        tied = False
+
+        def priority() -> list[str]:
+            nonlocal tied
+            tied = True
+            return self.vote_priority(t)
+
+        y, agr = self.agg.vote(outs, self.is_h, priority)
+        # outputs only grow in place; a repeated call gives the item a new mapping
+        self._votes[t] = None if tied else (outs, n, (y, agr, n))
+        return y, agr, n
 
     def delta(self, t: int) -> float:
         outs = list(self.outputs(t).values())
@@ -457,27 +490,26 @@ class _Run:
             ref, _, _ = self.aggregate(t)
         else:
             return
+        asked = self.asked
         for a, o in answers.items():
-            if self.is_h(a) or (t, a) in self.rewarded or (t, a) not in self.asked_x:
+            if self.is_h(a) or asked.rewarded(t, a) or not asked.has(t, a):
                 continue
             if o.status == "pending" or o.status == "failed":
                 continue
             r = self.similarity_reward(o.output if o.ok else None, ref)
-            self.post[a].update(self.asked_x[(t, a)], r)
-            self.rewarded.add((t, a))
+            self.post[a].update(asked.get(t, a), r)
+            asked.mark_rewarded(t, a)
         # the human arm: agreement with the other annotators' majority, when there are >= 2
         others = {a: y for a, y in outs.items() if not self.is_h(a)}
-        if human_out is not None and len(others) >= 2 and (t, self.human) in self.asked_x:
+        if human_out is not None and len(others) >= 2 and asked.has(t, self.human):
             if self.summ:
                 names = list(others)
                 emb = self._embed([others[a] for a in names])
                 ref_o = others[names[self.agg.choose(emb, np.ones(len(names)))]]
             else:
-                ref_o, _ = self.agg.vote(others, self.is_h, self.vote_priority(t))
-            self.post_h.update(
-                self.asked_x[(t, self.human)], self.similarity_reward(human_out, ref_o)
-            )
-            self.rewarded.add((t, self.human))
+                ref_o, _ = self.agg.vote(others, self.is_h, lambda: self.vote_priority(t))
+            self.post_h.update(asked.get(t, self.human), self.similarity_reward(human_out, ref_o))
+            asked.mark_rewarded(t, self.human)
 
     # ------------------------------------------------------------ dollars
     def dollars(self) -> None:
@@ -510,7 +542,8 @@ class _Run:
         # Phase 2: routing ----------------------------------------------------
         in_cal = np.zeros(T, dtype=bool)
         in_cal[cal] = True
-        rest = [int(t) for t in self.rng.permutation(T) if not in_cal[t]]
+        perm = self.rng.permutation(T)
+        rest = perm[~in_cal[perm]].tolist()
         n_rest = len(rest)
         spare = self.budget.remaining - n_rest * self.c_min
         working = max(0.0, (1.0 - cfg.reserve_share) * spare)
@@ -563,7 +596,7 @@ class _Run:
             arm = self.human if k is None else self.llm_names[fits[k]]
             price = self.c_h if k is None else float(self.c[fits[k]])
             plan.take(price)
-            self.asked_x[(t, arm)] = x
+            self.asked.put(t, arm, x)
             if k is not None:
                 self.mask[t, fits[k]] = 1.0
             self._log(t, "route", arm, mode, x, q)
@@ -586,7 +619,7 @@ class _Run:
             x = self.context(t, 1.0, 0.0, np.zeros(self.K))
             for a in [self.human, *self.llm_names]:
                 reqs.append((self.ids[t], a))
-                self.asked_x[(t, a)] = x
+                self.asked.put(t, a, x)
                 self._log(t, "calibration", a, "calibration", x, None)
         if reqs:
             self.rec.annotate_many(reqs, phase="calibration")
@@ -626,7 +659,8 @@ class _Run:
         """Dollars, "audit": the cheapest LLM on every item left, humans on its likely errors."""
         in_cal = np.zeros(self.T, dtype=bool)
         in_cal[cal] = True
-        rest = np.array([t for t in self.rng.permutation(self.T) if not in_cal[t]], dtype=int)
+        perm = self.rng.permutation(self.T)
+        rest = perm[~in_cal[perm]].astype(int)
         n_h = audit_human_count(
             self.budget.remaining,
             len(rest),
@@ -686,8 +720,14 @@ class _Run:
         return llms, self.human not in asked
 
     def refine(self) -> None:
+        """Phase 3: extra annotations, the open item with the highest priority P_t first.
+
+        Counts of open items (with and without an answer) are kept as items close, and the
+        next item comes from a heap (:class:`~quorum.routing.refinement.PriorityQueue`),
+        so a pick costs O(log T), not O(T).
+        """
         cfg, T = self.cfg, self.T
-        n_asked = np.array([len(self.rec.by_item.get(i, {})) for i in self.ids])
+        n_asked = np.array([len(self.rec.by_item.get(i, ())) for i in self.ids])
         no_answer = np.array([len(self.outputs(t)) == 0 for t in range(T)])
         open_ = (~self.settled) & (n_asked < cfg.max_annotations)
         # items whose only answer agrees with itself are open; consensus needs >= 2
@@ -702,6 +742,8 @@ class _Run:
         for t in np.flatnonzero(open_):
             delta[t] = self.delta(t)
             has_h[t] = float(self.human in self.outputs(t))
+        # open items that have no answer yet: phase 3 keeps c_min for each of them
+        n_unanswered = int(no_answer[open_].sum())
 
         def recompute() -> None:
             idx = np.flatnonzero(open_)
@@ -712,18 +754,26 @@ class _Run:
             prio[idx] = D + delta[idx] + (1.0 - has_h[idx])
 
         recompute()
+        queue = PriorityQueue(prio, open_)
+
+        def close(t: int) -> None:
+            nonlocal n_unanswered
+            if open_[t] and no_answer[t]:
+                n_unanswered -= 1
+            queue.close(t)
+            prio[t] = -np.inf
+
         picks = 0
-        while open_.any():
+        while len(queue):
             # keep money to give a first annotation to items that still have none
-            keep = float(no_answer[open_].sum()) * self.c_min
-            t = int(np.argmax(np.where(open_, prio, -np.inf)))
+            keep = float(n_unanswered) * self.c_min
+            t = queue.top()
             llms, human_free = self._open_arms(t)
             x = self.context(t, self.budget.remaining_fraction, 1.0)
             fits = [k for k in llms if self.rec.can_afford(self.llm_names[k], keep=keep)]
             human_ok = human_free and self.rec.can_afford(self.human, keep=keep)
             if not fits and not human_ok:
-                open_[t] = False
-                prio[t] = -np.inf
+                close(t)
                 if not (self.budget.can_afford(self.c_min)):
                     break
                 continue
@@ -738,21 +788,23 @@ class _Run:
                 scores = qs - cfg.cost_penalty * self.c[fits] / self.c_h if fits else None
                 policy = self.policy
                 if cfg.adaptive_tau:
-                    need = max(1.0, float(open_.sum())) * self.c_h
+                    need = max(1.0, float(len(queue))) * self.c_h
                     ratio = min(1.0, self.budget.remaining / need)
                     policy = policy.with_tau(adaptive_tau(cfg.tau_h, ratio))
                 k, mode = policy.select(
                     qs, self.step, self.rng, human_allowed=human_ok, scores=scores
                 )
             arm = self.human if k is None else self.llm_names[fits[k]]
-            self.asked_x[(t, arm)] = x
+            self.asked.put(t, arm, x)
             self._log(t, "extra", arm, mode, x, q, float(prio[t]))
             self.rec.annotate(self.ids[t], arm, phase="extra")
             if k is not None:
                 self.mask[t, fits[k]] = 1.0
             n_asked[t] += 1
             outs = self.outputs(t)
+            was_unanswered = bool(no_answer[t])
             no_answer[t] = len(outs) == 0
+            n_unanswered += int(no_answer[t]) - int(was_unanswered)
             _y, agr, n = self.aggregate(t)
             done = (
                 self.human in outs
@@ -761,8 +813,7 @@ class _Run:
             )
             if done:
                 self.settle(t)
-                open_[t] = False
-                prio[t] = -np.inf
+                close(t)
             else:
                 delta[t] = self.delta(t)
                 has_h[t] = float(self.human in outs)
@@ -770,9 +821,11 @@ class _Run:
                 xv = self.context(t, self.budget.remaining_fraction, 1.0)[None, :]
                 D = self.difficulty(xv)
                 prio[idx] = D + delta[idx] + (1.0 - has_h[idx])
+                queue.push(t)
             picks += 1
-            if picks % max(cfg.priority_refresh, int(open_.sum()) // 50 + 1) == 0:
+            if picks % max(cfg.priority_refresh, len(queue) // 50 + 1) == 0:
                 recompute()
+                queue.rebuild()
         if cfg.spend_leftover:
             self.leftover_humans(n_asked)
 
@@ -824,7 +877,7 @@ class _Run:
         order = np.argsort(-prio, kind="stable")[:n_afford]
         chosen = cand[order]
         for pos, t in zip(order, chosen, strict=True):
-            self.asked_x[(int(t), self.human)] = X[pos]
+            self.asked.put(int(t), self.human, X[pos])
             self._log(int(t), "leftover", self.human, "leftover", None, None, None)
         reqs = [(self.ids[t], self.human) for t in chosen]
         for i in range(0, len(reqs), cfg.batch_size):
@@ -845,7 +898,7 @@ class _Run:
             self._log(t, "calibration", cheap, "calibration", None, None)
         self.rec.annotate_many(reqs, phase="calibration")
         judged, errs = self._calibration_errors(cal, cheap)
-        rest = np.array([t for t in order[n_cal:]], dtype=int)
+        rest = order[n_cal:].astype(int)
         n_h = B - len(cal)
         if cfg.auditor_cost_match and len(cal) and self.c_h > self.c_min:
             give_up = cost_match_give_up(len(cal), self.c_min, self.c_h)
@@ -883,13 +936,14 @@ class _Run:
             rule=cfg.auditor_rule,
             k=cfg.auditor_k,
             cosine=cfg.auditor_space == "embedding",
+            max_pairs=cfg.auditor_max_pairs,
         )
         self.info["auditor_order"] = how
         return order
 
     # ------------------------------------------------------------ result
     def result(self) -> RoutingResult:
-        rows = []
+        cols: dict[str, list] = {c: [] for c in LABEL_COLUMNS}  # one list per column
         for t in range(self.T):
             item = self.ids[t]
             outs = self.outputs(t)
@@ -897,17 +951,14 @@ class _Run:
                 y, agr, _n = outs[self.human], 1.0, len(outs)
             else:
                 y, agr, _n = self.aggregate(t)
-            rows.append(
-                {
-                    "item_id": item,
-                    "output": y,
-                    "n_annotations": len(self.rec.by_item.get(item, {})),
-                    "agreement": agr,
-                    "human": self.human in outs,
-                    "annotators": ";".join(self.rec.by_item.get(item, {})),
-                }
-            )
-        labels = pd.DataFrame(rows, columns=LABEL_COLUMNS)
+            answers = self.rec.by_item.get(item, {})
+            cols["item_id"].append(item)
+            cols["output"].append(y)
+            cols["n_annotations"].append(len(answers))
+            cols["agreement"].append(agr)
+            cols["human"].append(self.human in outs)
+            cols["annotators"].append(";".join(answers))
+        labels = pd.DataFrame(cols, columns=LABEL_COLUMNS)
         self.info["context_names"] = list(self.ctx.names_)
         self.info["posterior_means"] = {a: p.mean_.tolist() for a, p in self.post.items()}
         self.info["posterior_means"][self.human] = self.post_h.mean_.tolist()
@@ -921,6 +972,6 @@ class _Run:
             cost=self.budget.spent,
             human_labels=self.budget.human_used,
             llm_calls=self.rec.llm_calls,
-            trace=pd.DataFrame(self.trace),
+            trace=self.trace.frame(),
             info=self.info,
         )

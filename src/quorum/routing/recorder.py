@@ -12,12 +12,49 @@ answered from them without a second charge.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 
 from quorum.data.schema import GOLD_HUMAN, TaskSpec
 from quorum.routing.base import AnnotationSource, Outcome
 from quorum.routing.budget import Budget
+
+#: columns of :meth:`CallRecorder.frame`, one per call recorded
+COLUMNS = ("item_id", "annotator", "output", "status", "cost", "phase", "step", "kind")
+
+
+class CallLog:
+    """Every call recorded, one list per column (a list of dicts costs ~10x the memory).
+
+    >>> log = CallLog()
+    >>> log.append("i1", "gpt", "A", "ok", 0.01, "route", 1, "llm")
+    >>> len(log), log.rows()[0]["output"], log.frame().shape
+    (1, 'A', (1, 8))
+    """
+
+    def __init__(self) -> None:
+        self.columns: dict[str, list[Any]] = {c: [] for c in COLUMNS}
+        self._appenders = [col.append for col in self.columns.values()]
+
+    def append(self, *values: Any) -> None:
+        """One call: values in the order of :data:`COLUMNS`."""
+        for add, v in zip(self._appenders, values, strict=True):
+            add(v)
+
+    def __len__(self) -> int:
+        return len(self.columns["step"])
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The calls as dicts (built on demand)."""
+        rows = zip(*self.columns.values(), strict=True)
+        return [dict(zip(COLUMNS, vals, strict=True)) for vals in rows]
+
+    def frame(self) -> pd.DataFrame:
+        if not len(self):
+            return pd.DataFrame([], columns=list(COLUMNS))
+        return pd.DataFrame(self.columns, columns=list(COLUMNS))
 
 
 class CallRecorder:
@@ -26,8 +63,10 @@ class CallRecorder:
         self.source = source
         self.budget = budget
         self.human_name = task.human
-        self.rows: list[dict] = []
+        self.log = CallLog()
         self.by_item: dict[str, dict[str, Outcome]] = defaultdict(dict)
+        #: usable outputs per item (what :meth:`outputs` returns), kept as calls come in
+        self._usable: dict[str, dict[str, str]] = {}
         self.confidence_cost = 0.0
         self.confidence_calls = 0
         self.llm_calls = 0
@@ -44,19 +83,26 @@ class CallRecorder:
         self.budget.reserve(out.cost, human=human).settle(out.cost, counted=human and out.ok)
         self._prior[(out.item_id, out.annotator)] = out
         self._step += 1
-        self.rows.append(
-            {
-                "item_id": out.item_id,
-                "annotator": out.annotator,
-                "output": out.output,
-                "status": out.status,
-                "cost": out.cost,
-                "phase": "prior",
-                "step": self._step,
-                "kind": "human" if human else "llm",
-            }
+        kind = "human" if human else "llm"
+        self.log.append(
+            out.item_id, out.annotator, out.output, out.status, out.cost, "prior", self._step, kind
         )
-        self.by_item[out.item_id][out.annotator] = out
+        self._keep(out.item_id, out.annotator, out)
+
+    def _keep(self, item_id: str, annotator: str, out: Outcome) -> None:
+        """File an outcome under its item (a repeated call replaces the earlier one)."""
+        answers = self.by_item[item_id]
+        again = annotator in answers
+        answers[annotator] = out
+        if again:  # keep the order of by_item: rebuild the item's usable outputs
+            self._usable[item_id] = {a: o.output for a, o in answers.items() if o.ok}
+        elif out.ok:
+            self._usable.setdefault(item_id, {})[annotator] = out.output
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """Every call recorded, as dicts (see :meth:`frame` for a DataFrame)."""
+        return self.log.rows()
 
     def is_human(self, annotator: str) -> bool:
         return annotator == self.human_name or annotator == GOLD_HUMAN
@@ -123,19 +169,11 @@ class CallRecorder:
         if not human:
             self.llm_calls += 1
         self._step += 1
-        self.rows.append(
-            {
-                "item_id": item_id,
-                "annotator": annotator,
-                "output": out.output,
-                "status": out.status,
-                "cost": out.cost,
-                "phase": phase,
-                "step": self._step,
-                "kind": "human" if human else "llm",
-            }
+        kind = "human" if human else "llm"
+        self.log.append(
+            item_id, annotator, out.output, out.status, out.cost, phase, self._step, kind
         )
-        self.by_item[item_id][annotator] = out
+        self._keep(item_id, annotator, out)
 
     def confidence(self, item_id: str, annotator: str, phase: str = "confidence") -> Outcome:
         """A paid verbalised-confidence call (uncertainty baselines)."""
@@ -150,27 +188,31 @@ class CallRecorder:
             self.confidence_calls += 1
             self.confidence_cost += out.cost
             self._step += 1
-            self.rows.append(
-                {
-                    "item_id": item_id,
-                    "annotator": annotator,
-                    "output": None if out.confidence is None else f"{out.confidence:.6g}",
-                    "status": out.status,
-                    "cost": out.cost,
-                    "phase": phase,
-                    "step": self._step,
-                    "kind": "confidence",
-                }
+            self.log.append(
+                item_id,
+                annotator,
+                None if out.confidence is None else f"{out.confidence:.6g}",
+                out.status,
+                out.cost,
+                phase,
+                self._step,
+                "confidence",
             )
         return out
 
     def outputs(self, item_id: str) -> dict[str, str]:
-        """Usable outputs collected so far for an item, by annotator."""
-        return {a: o.output for a, o in self.by_item.get(item_id, {}).items() if o.ok}
+        """Usable outputs collected so far for an item, by annotator (a copy)."""
+        return dict(self._usable.get(item_id, _NONE))
+
+    def usable(self, item_id: str) -> Mapping[str, str]:
+        """As :meth:`outputs`, without the copy: read it, never change it."""
+        return self._usable.get(item_id, _NONE)
 
     def asked(self, item_id: str) -> set[str]:
         return set(self.by_item.get(item_id, {}))
 
     def frame(self) -> pd.DataFrame:
-        cols = ["item_id", "annotator", "output", "status", "cost", "phase", "step", "kind"]
-        return pd.DataFrame(self.rows, columns=cols)
+        return self.log.frame()
+
+
+_NONE: Mapping[str, str] = {}

@@ -1,0 +1,65 @@
+"""The context x_t each arm was asked with, and whether it has had its reward.
+
+An arm learns from an item only once the item settles, with the context it was asked
+with. A dict ``(t, arm) -> x`` costs ~350 bytes per call (key tuple, array object, data);
+here the contexts are rows of one growing float64 buffer, found through a (T, arms) index
+array, and "rewarded" is a boolean array.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+class AskedContexts:
+    """x_t per (item, arm) for ``n_items`` items and the arms ``arms`` (names).
+
+    >>> ctx = AskedContexts(3, ["gpt", "human"], dim=2)
+    >>> ctx.put(1, "human", np.array([0.5, 1.0]))
+    >>> ctx.has(1, "human"), ctx.has(1, "gpt"), ctx.has(1, "someone else")
+    (True, False, False)
+    >>> ctx.get(1, "human").tolist()
+    [0.5, 1.0]
+    """
+
+    def __init__(self, n_items: int, arms: Sequence[str], dim: int) -> None:
+        self.col = {a: j for j, a in enumerate(arms)}
+        self.dim = dim
+        self._row = np.full((n_items, len(self.col)), -1, dtype=np.int64)
+        self._rewarded = np.zeros((n_items, len(self.col)), dtype=bool)
+        self._buf = np.empty((max(16, n_items), dim))
+        self._n = 0
+
+    def put(self, t: int, arm: str, x: np.ndarray) -> None:
+        """Arm ``arm`` was asked about item ``t`` with context ``x`` (a later call replaces)."""
+        j = self.col[arm]
+        r = int(self._row[t, j])
+        if r < 0:
+            if self._n == len(self._buf):
+                grown = np.empty((2 * len(self._buf), self.dim))
+                grown[: self._n] = self._buf[: self._n]
+                self._buf = grown
+            r = self._n
+            self._n += 1
+            self._row[t, j] = r
+        self._buf[r] = x
+
+    def has(self, t: int, arm: str) -> bool:
+        j = self.col.get(arm)
+        return j is not None and bool(self._row[t, j] >= 0)
+
+    def get(self, t: int, arm: str) -> np.ndarray:
+        """The context (a view: copy it to keep it past the next :meth:`put`)."""
+        r = int(self._row[t, self.col[arm]])
+        if r < 0:
+            raise KeyError((t, arm))
+        return self._buf[r]
+
+    def rewarded(self, t: int, arm: str) -> bool:
+        j = self.col.get(arm)
+        return j is not None and bool(self._rewarded[t, j])
+
+    def mark_rewarded(self, t: int, arm: str) -> None:
+        self._rewarded[t, self.col[arm]] = True

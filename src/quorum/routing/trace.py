@@ -1,0 +1,109 @@
+"""The QUORUM router's decision trace, kept column by column.
+
+One row per decision (calibration call, phase-2 route, extra annotation, leftover human
+label): step, phase, item, arm, mode, epsilon_t, b_t, p_t, price, money left, priority
+and, where the decision looked at them, every LLM's q_a(x_t). A list of one dict per row
+costs about 1 kB a row (2-3 GB for a million items); numbers here sit in typed arrays
+(8 bytes each) and strings in lists of shared references.
+
+:meth:`DecisionTrace.frame` gives the DataFrame that ``pd.DataFrame(list_of_row_dicts)``
+gave before (same columns, order, values and dtypes; tests/test_routing_scale.py checks).
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+_NAN = math.nan
+
+
+class DecisionTrace:
+    """Append-only decision log of one run; ``llm_names`` name the ``q:<llm>`` columns."""
+
+    def __init__(self, llm_names: Sequence[str]) -> None:
+        self.llm_names = list(llm_names)
+        self.step = array("q")
+        self.phase: list[str] = []
+        self.item_id: list[str] = []
+        self.arm: list[str] = []
+        self.mode: list[str] = []
+        self.epsilon = array("d")
+        self.b_t = array("d")
+        self.p_t = array("d")
+        self.price = array("d")
+        self.budget_left = array("d")
+        self.priority = array("d")
+        self.q = array("d")  # len(llm_names) values per row, NaN where not looked at
+        self._any_priority = False
+        self._any_q = False
+        self._no_q = [_NAN] * len(self.llm_names)
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+    def append(
+        self,
+        step: int,
+        phase: str,
+        item_id: str,
+        arm: str,
+        mode: str,
+        epsilon: float,
+        b_t: float,
+        p_t: float,
+        price: float,
+        budget_left: float,
+        priority: float | None,
+        q: Sequence[float] | np.ndarray | None,
+    ) -> None:
+        self.step.append(step)
+        self.phase.append(phase)
+        self.item_id.append(item_id)
+        self.arm.append(arm)
+        self.mode.append(mode)
+        self.epsilon.append(epsilon)
+        self.b_t.append(b_t)
+        self.p_t.append(p_t)
+        self.price.append(price)
+        self.budget_left.append(budget_left)
+        if priority is None:
+            self.priority.append(_NAN)
+        else:
+            self._any_priority = True
+            self.priority.append(priority)
+        if q is None:
+            self.q.extend(self._no_q)
+        else:
+            if len(q) != len(self.llm_names):
+                raise ValueError(f"{len(q)} q values for {len(self.llm_names)} LLMs")
+            self._any_q = True
+            self.q.extend([float(v) for v in q])
+
+    def frame(self) -> pd.DataFrame:
+        """The trace as a DataFrame (empty, without columns, when nothing was logged)."""
+        n = len(self)
+        if n == 0:
+            return pd.DataFrame([])
+        cols: dict[str, object] = {
+            "step": np.frombuffer(self.step, dtype=np.int64).copy(),
+            "phase": self.phase,
+            "item_id": self.item_id,
+            "arm": self.arm,
+            "mode": self.mode,
+        }
+        for name in ("epsilon", "b_t", "p_t", "price", "budget_left"):
+            cols[name] = np.frombuffer(getattr(self, name), dtype=np.float64).copy()
+        if self._any_priority:
+            cols["priority"] = np.frombuffer(self.priority, dtype=np.float64).copy()
+        else:  # no row had a priority: a column of None, as a list of dicts gives
+            cols["priority"] = np.full(n, None, dtype=object)
+        if self._any_q:
+            q = np.frombuffer(self.q, dtype=np.float64).reshape(n, len(self.llm_names))
+            for k, a in enumerate(self.llm_names):
+                cols[f"q:{a}"] = q[:, k].copy()
+        return pd.DataFrame(cols)
