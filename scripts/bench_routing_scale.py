@@ -27,7 +27,6 @@ machine the process gets a share of a core, so wall seconds exceed CPU seconds.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import resource
@@ -167,14 +166,12 @@ def posterior_floor(decisions: int, dim: int, k: int = 3) -> float:
 
 def mabwiser_floor(decisions: int, dim: int, k: int = 3) -> float | None:
     """Seconds per decision of MABWiser's LinTS (predict + partial_fit of one context)."""
-    # mabwiser is a comparison for this benchmark only, on purpose in no extra of
-    # pyproject.toml (tests/test_packaging.py checks the imports it can see): `pip install
-    # mabwiser` into the venv to get the figure; without it the script says so
+    # mabwiser is the comparison of this benchmark only: the `perf` extra of pyproject.toml
+    # (`pip install "quorum-router[perf]"`); without it the script says so
     try:
-        mab_module = importlib.import_module("mabwiser.mab")
+        from mabwiser.mab import MAB, LearningPolicy
     except ImportError:
         return None
-    MAB, LearningPolicy = mab_module.MAB, mab_module.LearningPolicy
     rng = np.random.default_rng(1)
     X = rng.random((decisions + 50, dim))
     r = (rng.random(decisions + 50) < 0.7).astype(float)
