@@ -9,7 +9,8 @@ Usage::
 (dataset, method, setting, budget, seed, variant, parameters, human, human-label budget),
 not by their cache key, because the key hashes the code and so differs between commits.
 Every result field both rows have (accuracy, ROUGE-1, MCA, cost, human labels, calls, ...)
-is compared exactly; timings, worker ids and keys are not results and are skipped. Runs
+is compared exactly; timings (``*_seconds``), worker ids and keys are not results and are
+skipped. Runs
 only one side has (a method added since, say) are counted and listed by method, not
 compared. Exit status 1 if any matched run differs.
 """
@@ -67,7 +68,7 @@ def compare(before: dict[tuple, dict], after: dict[tuple, dict]) -> dict[str, An
     fields: Counter[str] = Counter()
     for ident in sorted(common):
         a, b = before[ident], after[ident]
-        keys = (a.keys() & b.keys()) - NOT_RESULTS
+        keys = {k for k in (a.keys() & b.keys()) - NOT_RESULTS if not k.endswith("_seconds")}
         bad = {k: (a[k], b[k]) for k in sorted(keys) if not same(a[k], b[k])}
         fields.update(keys)
         if bad:
