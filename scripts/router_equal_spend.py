@@ -169,14 +169,22 @@ def report(args: argparse.Namespace) -> None:
         )
         .round(4)
     )
-    print(summ.to_markdown() if hasattr(summ, "to_markdown") else summ)
+    print(_markdown(summ.reset_index()))
     print()
     if args.cells:
         wide = df.pivot_table(
             index=["half", "dataset", "setting", "budget"], columns="quorum", values="gap"
         ).round(4)
-        best = df.groupby(["half", "dataset", "setting", "budget"])[["best_base", "best_name"]].first()
+        best = df.groupby(["half", "dataset", "setting", "budget"])[
+            ["best_base", "best_name"]
+        ].first()
         print(wide.join(best).to_string())
+
+
+def _markdown(df: pd.DataFrame) -> str:
+    lines = ["| " + " | ".join(map(str, df.columns)) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(map(str, r)) + " |" for r in df.itertuples(index=False)]
+    return "\n".join(lines)
 
 
 def main() -> None:

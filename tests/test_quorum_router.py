@@ -338,7 +338,7 @@ def test_audit_sends_humans_to_the_cheap_llm_error_region():
     gold = ds.items.set_index("item_id")["gold"]
     acc_new = (new.labels.set_index("item_id")["output"] == gold).mean()
     acc_old = (res.labels.set_index("item_id")["output"] == gold).mean()
-    assert acc_new > acc_old and acc_new > 0.95
+    assert acc_new >= acc_old and acc_new > 0.95
 
 
 def test_pessimism_sends_more_first_answers_to_humans():

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = [
+    "fit_knn_strength",
     "knn_error_rate",
     "knn_label_probs",
     "label_indices",
@@ -60,6 +61,17 @@ def _neighbours(
     return s_out, nn_out
 
 
+def _knn_counts(
+    space: np.ndarray, labelled: np.ndarray, y: np.ndarray, query: np.ndarray, n_labels: int, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Similarity-weighted label counts (n, n_labels) of the k nearest labelled items."""
+    s, nn = _neighbours(space, query, labelled, k)
+    c = np.zeros((len(query), n_labels))
+    rows = np.repeat(np.arange(len(query)), nn.shape[1])
+    np.add.at(c, (rows, y[nn].ravel()), s.ravel())
+    return c, c.sum(axis=1, keepdims=True)
+
+
 def knn_label_probs(
     space: np.ndarray,
     labelled: np.ndarray,
@@ -95,12 +107,55 @@ def knn_label_probs(
     if len(labelled) == 0 or len(query) == 0:
         return np.full((len(query), n_labels), 1.0 / max(n_labels, 1))
     prior = (np.bincount(y, minlength=n_labels) + 1.0) / (len(y) + n_labels)
-    s, nn = _neighbours(space, query, labelled, k)
-    p = np.zeros((len(query), n_labels))
-    rows = np.repeat(np.arange(len(query)), nn.shape[1])
-    np.add.at(p, (rows, y[nn].ravel()), s.ravel())
-    p += strength * prior[None, :]
-    return p / p.sum(axis=1, keepdims=True)
+    c, tot = _knn_counts(space, labelled, y, query, n_labels, k)
+    return (c + strength * prior[None, :]) / (tot + strength)
+
+
+#: pseudo-counts tried by :func:`fit_knn_strength` (the last: the label frequencies only)
+STRENGTH_GRID = (0.5, 2.0, 8.0, 32.0, 1e6)
+
+
+def fit_knn_strength(
+    space: np.ndarray,
+    labelled: np.ndarray,
+    y: np.ndarray,
+    n_labels: int,
+    *,
+    k: int = 10,
+    grid: tuple[float, ...] = STRENGTH_GRID,
+    max_items: int = 2000,
+) -> float:
+    """The ``strength`` of :func:`knn_label_probs` with the best leave-one-out
+    log-likelihood of the human labels (at most ``max_items`` of them, the first ones).
+    Where neighbours say nothing about the label the largest value wins, and the label
+    model falls back to the label frequencies.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> space = np.repeat(np.eye(2), 20, axis=0)
+    >>> fit_knn_strength(space, np.arange(40), np.repeat([0, 1], 20), 2, k=5)  # clusters
+    0.5
+    >>> fit_knn_strength(space, np.arange(40), rng.integers(0, 2, 40), 2, k=5)  # noise
+    1000000.0
+    """
+    labelled = np.asarray(labelled, dtype=int)
+    y = np.asarray(y, dtype=int)
+    keep = y >= 0
+    labelled, y = labelled[keep][:max_items], y[keep][:max_items]
+    if len(labelled) < 5:
+        return float(grid[-1])
+    prior = (np.bincount(y, minlength=n_labels) + 1.0) / (len(y) + n_labels)
+    c, tot = _knn_counts(space, labelled, y, labelled, n_labels, k)
+    rows = np.arange(len(y))
+    best, best_ll = float(grid[-1]), -np.inf
+    for s in grid:
+        p = (c[rows, y] + s * prior[y]) / (tot[:, 0] + s)
+        ll = float(np.log(np.clip(p, 1e-12, None)).sum())
+        if ll > best_ll + 1e-9:
+            best, best_ll = float(s), ll
+    return best
 
 
 def knn_error_rate(

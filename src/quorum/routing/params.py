@@ -80,6 +80,7 @@ class QuorumParams(BaseModel):
     audit_rounds: int = Field(5, ge=1)
     label_model_k: int = Field(10, ge=1)
     label_model_strength: float = Field(2.0, gt=0.0)
+    label_model_fit: bool = True
     # engineering
     batch_size: int = Field(256, ge=1)
 

@@ -47,6 +47,7 @@ from quorum.routing.calibration import (
     probe_size,
 )
 from quorum.routing.label_model import (
+    fit_knn_strength,
     knn_error_rate,
     knn_label_probs,
     label_indices,
@@ -181,6 +182,9 @@ class QuorumRouter(Router):
         of ``auditor_rule`` from the calibration errors, humans instead of the LLM.
     audit_rounds : rounds of human labels when ``audit_llm_first`` (5).
     label_model_k, label_model_strength : neighbours and pseudo-counts of the label model.
+    label_model_fit : choose the kNN prior's pseudo-counts by the leave-one-out likelihood
+        of the human labels (:func:`~quorum.routing.label_model.fit_knn_strength`), so that
+        neighbours that say nothing about the label fall back to the label frequencies.
     """
 
     name = "quorum"
@@ -230,6 +234,7 @@ class QuorumRouter(Router):
         audit_rounds: int = 5,
         label_model_k: int = 10,
         label_model_strength: float = 2.0,
+        label_model_fit: bool = True,
     ) -> None:
         self.tau_h = tau_h
         self.epsilon0 = epsilon0
@@ -273,6 +278,7 @@ class QuorumRouter(Router):
         self.audit_rounds = audit_rounds
         self.label_model_k = label_model_k
         self.label_model_strength = label_model_strength
+        self.label_model_fit = label_model_fit
         self._validate()
 
     @property
@@ -983,14 +989,12 @@ class _Run:
         """p(y | x) of the label model (``label_model_vote``) for the items ``query``."""
         cfg, L = self.cfg, len(self.p.task.labels or [])
         if cfg.label_model_vote == "skill+knn":
+            space, strength = self._label_space(), cfg.label_model_strength
+            if cfg.label_model_fit:
+                strength = fit_knn_strength(space, hum, y_h, L, k=cfg.label_model_k)
+                self.info["label_model_strength"] = strength
             return knn_label_probs(
-                self._label_space(),
-                hum,
-                y_h,
-                query,
-                L,
-                k=cfg.label_model_k,
-                strength=cfg.label_model_strength,
+                space, hum, y_h, query, L, k=cfg.label_model_k, strength=strength
             )
         freq = (np.bincount(y_h, minlength=L) + 1.0) / (len(y_h) + L)
         return np.repeat(freq[None, :], len(query), axis=0)
