@@ -91,9 +91,18 @@ def run(args: argparse.Namespace) -> None:
                         key = (label, name, setting, frac, seed)
                         if key in done:
                             continue
-                        row, res = simulate_once(
-                            prep, method, setting, frac, seed, params if method == "quorum" else {}
-                        )
+                        try:
+                            row, res = simulate_once(
+                                prep,
+                                method,
+                                setting,
+                                frac,
+                                seed,
+                                params if method == "quorum" else {},
+                            )
+                        except Exception as exc:  # reported, the cell is left out
+                            print("failed:", key, type(exc).__name__, exc, flush=True)
+                            continue
                         q = row.get("accuracy")
                         rec = {
                             "label": label,
@@ -118,7 +127,7 @@ def report(args: argparse.Namespace) -> None:
 
     rows = pd.DataFrame([json.loads(x) for x in Path(args.out).read_text().splitlines()])
     quorums = args.quorum.split(",")
-    rows = rows[rows["label"].isin(BASELINES + quorums)]
+    rows = rows[rows["label"].isin([*BASELINES, *quorums, args.versus])]
     stats = (
         rows.groupby(["dataset", "setting", "budget", "label"])
         .agg(q=("q", "mean"), cost=("cost", "mean"), n=("seed", "nunique"))
@@ -157,6 +166,25 @@ def report(args: argparse.Namespace) -> None:
                 }
             )
     df = pd.DataFrame(out)
+    if args.versus:  # each QUORUM label against one other method (e.g. quorum-paper)
+        vs = []
+        allm = stats[stats["method"].isin([*quorums, args.versus])]
+        es = equal_spend_frame(allm, levels).set_index(["dataset", "setting", "budget", "method"])
+        es = es[es["status"].isin(["at", "less"])]["value"]
+        for (d, s_, b, m), v in es.items():
+            if m in quorums and (d, s_, b, args.versus) in es.index:
+                w = float(es.loc[(d, s_, b, args.versus)])
+                vs.append({"half": half_of(d), "setting": s_, "quorum": m, "diff": v - w})
+        v = pd.DataFrame(vs)
+        v["ahead_or_tied"] = v["diff"] >= -TIE
+        agg = v.groupby(["half", "setting", "quorum"]).agg(
+            cells=("diff", "size"),
+            ahead_or_tied=("ahead_or_tied", "sum"),
+            mean_diff=("diff", "mean"),
+        )
+        print(f"versus {args.versus}:")
+        print(_markdown(agg.round(4).reset_index()))
+        print()
     df["win"] = df["gap"] >= -TIE
     summ = (
         df.groupby(["half", "setting", "quorum"])
@@ -204,6 +232,7 @@ def main() -> None:
     p.add_argument("out")
     p.add_argument("--quorum", default="quorum")
     p.add_argument("--cells", action="store_true")
+    p.add_argument("--versus", default="", help="also compare with this method")
     args = ap.parse_args()
     run(args) if args.cmd == "run" else report(args)
 
