@@ -172,9 +172,10 @@ class QuorumRouter(Router):
         "one": 1 and 0 (shared errors are then learned as correct).
     label_model_vote : final label of an item without a human label (labels only; ours).
         "skill+knn" (default): the one-coin posterior of its answers, each LLM right with
-        its accuracy on the human-labelled items, under the prior of a kNN label model over
-        every human label bought (:mod:`~quorum.routing.label_model`); "skill": the same
-        with the human label frequencies as the prior; "off": the weighted majority vote.
+        1 - e_a(x), its kNN error rate on the human-labelled items it answered, under the
+        prior of a kNN label model over every human label bought
+        (:mod:`~quorum.routing.label_model`); "skill": the same with the human label
+        frequencies as the prior; "off": the weighted majority vote.
     audit_llm_first : auditing (auditor setting, dollars audit path; labels): the cheapest
         LLM answers every item first, so every human label also tells whether the LLM was
         wrong there; humans then go, in ``audit_rounds`` rounds, to the items whose label is
