@@ -128,6 +128,8 @@ def report(args: argparse.Namespace) -> None:
     rows = pd.DataFrame([json.loads(x) for x in Path(args.out).read_text().splitlines()])
     quorums = args.quorum.split(",")
     rows = rows[rows["label"].isin([*BASELINES, *quorums, args.versus])]
+    if args.seeds:
+        rows = rows[rows["seed"] < args.seeds]
     stats = (
         rows.groupby(["dataset", "setting", "budget", "label"])
         .agg(q=("q", "mean"), cost=("cost", "mean"), n=("seed", "nunique"))
@@ -233,6 +235,7 @@ def main() -> None:
     p.add_argument("--quorum", default="quorum")
     p.add_argument("--cells", action="store_true")
     p.add_argument("--versus", default="", help="also compare with this method")
+    p.add_argument("--seeds", type=int, default=0, help="only seeds below this (0: all)")
     args = ap.parse_args()
     run(args) if args.cmd == "run" else report(args)
 
