@@ -223,7 +223,7 @@ def test_auditor_by_hand():
 def test_auditor_cost_match_never_costs_more_than_the_plain_allocation():
     ds = make_dataset(200)
     for frac in (0.1, 0.3, 0.5, 0.7):
-        res, _ = run(ds, "auditor", frac, audit_llm_first=False)
+        res, _ = run(ds, "auditor", frac, audit_llm_first=False, auditor_cost_match=True)
         n_h = round(frac * 200)
         assert res.cost <= n_h * 0.1 + (200 - n_h) * 0.01 + 1e-9
         assert res.human_labels <= n_h

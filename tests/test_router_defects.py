@@ -141,8 +141,11 @@ def test_auditor_uses_every_human_label_of_its_budget():
     assert res.human_labels == 30
     assert res.cost <= 30 * 0.1 + 100 * 0.01 + 1e-9
     # the old path gives up labels to pay for calibration's LLM answers
-    old, _ = run(ds, "auditor", frac=0.3, audit_llm_first=False)
+    old, _ = run(ds, "auditor", frac=0.3, audit_llm_first=False, auditor_cost_match=True)
     assert old.human_labels < 30
+    # ... which is now off by default on that path too
+    plain, _ = run(ds, "auditor", frac=0.3, audit_llm_first=False)
+    assert plain.human_labels == 30
 
 
 def test_router_params_include_the_label_model_switches():

@@ -70,7 +70,7 @@ class QuorumParams(BaseModel):
     auditor_rule: Literal["knn", "centroid"] = "knn"
     auditor_k: int = Field(10, ge=1)
     summary_error_quantile: float = Field(0.5, ge=0.0, le=1.0)
-    auditor_cost_match: bool = True
+    auditor_cost_match: bool = False
     dollars_strategy: Literal["auto", "audit", "bandit"] = "auto"
     probe_share: float = Field(0.5, gt=0.0, le=1.0)
     dominance_z: float = Field(2.0, ge=0.0)

@@ -127,7 +127,10 @@ class QuorumRouter(Router):
     auditor_cost_match : auditor setting: calibration needs the cheapest LLM's answer on
         |C| human-labelled items; give up ceil(|C| c_min / (c_H - c_min)) human labels so
         that the total cost stays at or below B c_H + (T - B) c_min, the cost of a
-        router that sends B items to humans and the rest to the cheapest LLM (ours).
+        router that sends B items to humans and the rest to the cheapest LLM (ours; off
+        by default since issue 14: the auditor's equal-spend level is B c_H + T c_min, and
+        the labels given up cost accuracy; only used with ``audit_llm_first=False`` or
+        for summaries).
     extra_arm_rule : how phase 3 picks the arm for an item's extra annotation. "paper":
         the routing rule of phase 2 (epsilon-greedy on q, escalation below tau_H).
         "value" (ours, default): with probability epsilon_t explore an LLM; otherwise
@@ -220,7 +223,7 @@ class QuorumRouter(Router):
         summary_error_quantile: float = 0.5,
         spend_leftover: bool = True,
         adaptive_tau: bool = True,
-        auditor_cost_match: bool = True,
+        auditor_cost_match: bool = False,
         extra_arm_rule: str = "value",
         phase2_rule: str = "lagrangian",
         human_quality: float = 1.0,
