@@ -151,3 +151,11 @@ def test_auditor_uses_every_human_label_of_its_budget():
 def test_router_params_include_the_label_model_switches():
     p = QuorumRouter(label_model_vote="off", audit_rounds=2).params
     assert p.label_model_vote == "off" and p.audit_rounds == 2
+
+
+def test_label_model_vote_is_off_after_bandit_routing_by_default():
+    ds = make_dataset(120, acc=(0.6, 0.9, 0.95))
+    base, _ = run(ds, frac=0.5, dollars_strategy="bandit", label_model_vote="off")
+    dflt, _ = run(ds, frac=0.5, dollars_strategy="bandit")
+    assert dflt.labels["output"].tolist() == base.labels["output"].tolist()
+    assert QuorumRouter(label_model_bandit=True).params.label_model_bandit

@@ -81,6 +81,7 @@ class QuorumParams(BaseModel):
     label_model_k: int = Field(10, ge=1)
     label_model_strength: float = Field(2.0, gt=0.0)
     label_model_fit: bool = True
+    label_model_bandit: bool = False
     # engineering
     batch_size: int = Field(256, ge=1)
 
