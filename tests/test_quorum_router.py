@@ -195,7 +195,7 @@ def test_auditor_by_hand():
             human_budget=5,
         )
         budget = Budget(5 * 0.1 + T * 0.01, human_limit=5)
-        res = QuorumRouter(auditor_cost_match=False).route(
+        res = QuorumRouter(auditor_cost_match=False, audit_llm_first=False).route(
             prob, RecordedSource(ds), budget, seed=seed
         )
         lab = res.labels.set_index("item_id")
@@ -209,15 +209,28 @@ def test_auditor_by_hand():
         assert "dear" not in set(res.annotations["annotator"])
         # cost: 5 humans + cheap LLM on the calibration item and the 5 LLM items
         assert res.cost == pytest.approx(5 * 0.1 + 6 * 0.01)
+        # audit_llm_first (default): the cheap LLM on every item, all 5 humans, every label
+        # right (the human labels and the label model fix the error cluster)
+        budget = Budget(5 * 0.1 + T * 0.01, human_limit=5)
+        res = QuorumRouter().route(prob, RecordedSource(ds), budget, seed=seed)
+        lab = res.labels.set_index("item_id")
+        assert res.human_labels == 5 and "dear" not in set(res.annotations["annotator"])
+        assert res.cost == pytest.approx(5 * 0.1 + T * 0.01)
+        if int(cal_item) < 5:
+            assert (lab["output"] == "A").all()
 
 
 def test_auditor_cost_match_never_costs_more_than_the_plain_allocation():
     ds = make_dataset(200)
     for frac in (0.1, 0.3, 0.5, 0.7):
-        res, _ = run(ds, "auditor", frac)
+        res, _ = run(ds, "auditor", frac, audit_llm_first=False, auditor_cost_match=True)
         n_h = round(frac * 200)
         assert res.cost <= n_h * 0.1 + (200 - n_h) * 0.01 + 1e-9
         assert res.human_labels <= n_h
+        # audit_llm_first: all B humans and the cheap LLM everywhere, the setting's limit
+        res, _ = run(ds, "auditor", frac)
+        assert res.human_labels == n_h
+        assert res.cost <= n_h * 0.1 + 200 * 0.01 + 1e-9
 
 
 @settings(max_examples=40, deadline=None)
@@ -278,7 +291,7 @@ def test_dead_arm_is_left_out():
 def test_weak_panel_is_audited_and_strong_panel_is_routed():
     # dearer LLMs barely better than the cheapest: a human label buys more accuracy per
     # unit of money, so "auto" audits; clearly better dearer LLMs keep the bandit
-    weak, _ = run(make_dataset(300, acc=(0.30, 0.34, 0.36)), frac=0.7)
+    weak, _ = run(make_dataset(300, acc=(0.30, 0.34, 0.36)), frac=0.7, audit_llm_first=False)
     strong, _ = run(make_dataset(300, acc=(0.30, 0.97, 0.98)), frac=0.7)
     assert weak.info["panel_dominated"] and weak.info["dollars_strategy"] == "audit"
     assert not strong.info["panel_dominated"] and strong.info["dollars_strategy"] == "bandit"
@@ -309,14 +322,23 @@ def test_audit_sends_humans_to_the_cheap_llm_error_region():
     emb += np.random.default_rng(0).normal(scale=0.05, size=emb.shape)
     prob.embeddings = emb / np.linalg.norm(emb, axis=1, keepdims=True)
     budget = Budget(0.2 * n * 0.1)
-    res = QuorumRouter(dollars_strategy="audit", calibration_share=0.3).route(
-        prob, RecordedSource(ds), budget, seed=0
-    )
+    res = QuorumRouter(
+        dollars_strategy="audit", calibration_share=0.3, audit_llm_first=False
+    ).route(prob, RecordedSource(ds), budget, seed=0)
     route = res.annotations[res.annotations["phase"] == "route"]
     humans = route.loc[route["annotator"] == "gold", "item_id"].str[1:].astype(int)
     assert len(humans) > 10 and (humans < n_bad).all()
     assert res.cost <= budget.limit + 1e-9
     assert res.info["auditor_order"] == "knn-error-rate"
+    # audit_llm_first (default): the LLM answers everywhere, so the human labels learn its
+    # error region, and its labels there are corrected for free (binary labels: flipped)
+    new = QuorumRouter(dollars_strategy="audit", calibration_share=0.3).route(
+        prob, RecordedSource(ds), Budget(0.2 * n * 0.1), seed=0
+    )
+    gold = ds.items.set_index("item_id")["gold"]
+    acc_new = (new.labels.set_index("item_id")["output"] == gold).mean()
+    acc_old = (res.labels.set_index("item_id")["output"] == gold).mean()
+    assert acc_new >= acc_old and acc_new > 0.95
 
 
 def test_pessimism_sends_more_first_answers_to_humans():

@@ -142,10 +142,13 @@ def audit_human_count(
     --------
     >>> audit_human_count(5.0, 100, 0.01, 0.1)  # (5 - 100 * 0.01) / (0.1 - 0.01)
     44
+    >>> audit_human_count(10.0, 100, 0.01, 0.1)  # 9 / 0.09 = 100, not 99
+    100
     """
     n_h = 0
     if c_h > c_llm:
-        n_h = int((money - n_items * c_llm) // (c_h - c_llm) + _EPS)
+        # floor(a / b + eps), not a // b: (10 - 1) // 0.09 is 99.0 in floating point
+        n_h = math.floor((money - n_items * c_llm) / (c_h - c_llm) + _EPS)
     n_h = max(0, min(n_h, n_items))
     if humans_left is not None:
         n_h = min(n_h, humans_left)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from quorum.errors import BudgetExceededError
 
 _SCALE = 1_000_000_000  # nano-units per currency unit
@@ -221,3 +223,23 @@ def budget_for_setting(
     if setting == "dollars":
         return Budget(limit=fraction * n_items * human_price), None
     raise ValueError(f"setting must be 'dollars' or 'auditor', got {setting!r}")
+
+
+def first_answer_reserve(no_answer: np.ndarray, open_: np.ndarray, t: int, c_min: float) -> float:
+    """Money phase 3 keeps, while it annotates item ``t``, for a first answer (the cheapest
+    LLM) on every *other* open item that has none. Counting ``t`` itself, as before, kept
+    its own first answer twice and could close the last unanswered item with money left.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> no_answer = np.array([True, True, False])
+    >>> open_ = np.array([True, True, True])
+    >>> first_answer_reserve(no_answer, open_, 0, 0.01)  # item 1 still needs 0.01
+    0.01
+    >>> first_answer_reserve(no_answer, open_, 2, 0.01)  # items 0 and 1
+    0.02
+    """
+    n = int(np.count_nonzero(np.asarray(no_answer) & np.asarray(open_)))
+    n -= int(bool(no_answer[t]) and bool(open_[t]))
+    return max(0, n) * c_min

@@ -149,3 +149,25 @@ def panel_check(
         if gain / (c[k] - c_min) > slope_h:
             return PanelCheck(j, False, acc)
     return PanelCheck(j, True, acc)
+
+
+def agreement_reward(n_agreed: int, n_right: int, n_labels: int) -> tuple[float, float]:
+    """Rewards for an LLM on an item settled without a human label (ours;
+    ``agreement_reward_value="calibrated"``): (if it agrees with the majority, if not).
+
+    Rewarding agreement with 1 teaches the posteriors that shared errors are right, and
+    agreement rewards arrive only where the LLMs agreed. Instead the reward is its expected
+    value: the majority is right with pi = P(LLM consensus is right), measured on the
+    ``n_agreed`` human-labelled items where the LLMs reached consensus (``n_right`` of them
+    right; Beta(1, 1)-smoothed), and a dissenting answer is right with
+    (1 - pi) / (n_labels - 1) (errors spread evenly over the other labels).
+
+    Examples
+    --------
+    >>> agreement_reward(0, 0, 2)  # nothing measured yet
+    (0.5, 0.5)
+    >>> a, d = agreement_reward(98, 88, 4); round(a, 3), round(d, 3)
+    (0.89, 0.037)
+    """
+    pi = (n_right + 1.0) / (n_agreed + 2.0)
+    return pi, (1.0 - pi) / max(n_labels - 1, 1)

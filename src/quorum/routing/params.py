@@ -61,6 +61,7 @@ class QuorumParams(BaseModel):
     # refinement (phase 3)
     escalate_disagreement: bool = True
     agreement_reward: bool = True
+    agreement_reward_value: Literal["calibrated", "one"] = "calibrated"
     extra_arm_rule: Literal["value", "paper"] = "value"
     priority_refresh: int = Field(64, ge=1)
     spend_leftover: bool = True
@@ -70,10 +71,18 @@ class QuorumParams(BaseModel):
     auditor_k: int = Field(10, ge=1)
     auditor_max_pairs: int = Field(2**29, ge=1)
     summary_error_quantile: float = Field(0.5, ge=0.0, le=1.0)
-    auditor_cost_match: bool = True
+    auditor_cost_match: bool = False
     dollars_strategy: Literal["auto", "audit", "bandit"] = "auto"
     probe_share: float = Field(0.5, gt=0.0, le=1.0)
     dominance_z: float = Field(2.0, ge=0.0)
+    # the label model learned from the human labels bought so far (ours, issue 14)
+    label_model_vote: Literal["off", "skill", "skill+knn"] = "skill+knn"
+    audit_llm_first: bool = True
+    audit_rounds: int = Field(5, ge=1)
+    label_model_k: int = Field(10, ge=1)
+    label_model_strength: float = Field(2.0, gt=0.0)
+    label_model_fit: bool = True
+    label_model_bandit: bool = False
     # engineering
     batch_size: int = Field(256, ge=1)
 

@@ -200,7 +200,8 @@ def value_choice(
     ``epsilon`` explore an LLM; otherwise take the arm with the most expected errors fixed
     per unit of money: the human (1 - p) / c_H; LLM b (1 - p) q_b / (c_b + P_dis c_H), where
     P_dis = (1 - p) q_b + p (1 - q_b) is the chance that b disagrees and so sends the item
-    to a human.
+    to a human. When ``p`` is 1 every arm's value is 0 and nothing is bought
+    ``(None, "none")``: the item is done (before, the tie went to the human, the dearest arm).
 
     Examples
     --------
@@ -212,7 +213,12 @@ def value_choice(
     >>> value_choice(np.array([0.3]), np.array([0.05]), 0.1, p=0.5, human_ok=True,
     ...              epsilon=0.0, rng=rng)  # a weak LLM: ask the human
     (None, 'value')
+    >>> value_choice(np.array([0.9]), np.array([0.01]), 0.1, p=1.0, human_ok=True,
+    ...              epsilon=0.5, rng=rng)  # the label is surely right: buy nothing
+    (None, 'none')
     """
+    if p >= 1.0:  # nothing can be gained: no arm is worth its price, explore or not
+        return None, "none"
     if len(q) and rng.random() < epsilon:
         return int(rng.integers(len(q))), "explore"
     best_k, best_v = None, -np.inf
@@ -225,5 +231,7 @@ def value_choice(
         if v > best_v:
             best_k, best_v = j, v
     if best_k is None and not human_ok:
-        return (0, "value") if len(q) else (None, "none")
+        if len(q) and max(float(v) for v in q) > 0.0:
+            return 0, "value"
+        return None, "none"
     return best_k, "value"

@@ -42,11 +42,19 @@ from quorum.routing.auditing import (
 from quorum.routing.base import AnnotationSource, Router, RoutingProblem, RoutingResult
 from quorum.routing.budget import Budget, SpendingPlan
 from quorum.routing.calibration import (
+    agreement_reward,
     calibration_order,
     calibration_size,
     mahalanobis_uncertainty,
     panel_check,
     probe_size,
+)
+from quorum.routing.label_model import (
+    fit_knn_strength,
+    knn_error_rate,
+    knn_label_probs,
+    label_indices,
+    one_coin_posterior,
 )
 from quorum.routing.outputs import LABEL_COLUMNS
 from quorum.routing.params import QuorumParams
@@ -128,7 +136,10 @@ class QuorumRouter(Router):
     auditor_cost_match : auditor setting: calibration needs the cheapest LLM's answer on
         |C| human-labelled items; give up ceil(|C| c_min / (c_H - c_min)) human labels so
         that the total cost stays at or below B c_H + (T - B) c_min, the cost of a
-        router that sends B items to humans and the rest to the cheapest LLM (ours).
+        router that sends B items to humans and the rest to the cheapest LLM (ours; off
+        by default since issue 14: the auditor's equal-spend level is B c_H + T c_min, and
+        the labels given up cost accuracy; only used with ``audit_llm_first=False`` or
+        for summaries).
     extra_arm_rule : how phase 3 picks the arm for an item's extra annotation. "paper":
         the routing rule of phase 2 (epsilon-greedy on q, escalation below tau_H).
         "value" (ours, default): with probability epsilon_t explore an LLM; otherwise
@@ -166,6 +177,31 @@ class QuorumRouter(Router):
         (ours: 2.0; bandit routing pays for learning, so it needs evidence that it pays;
         on the 12 llms-for-css tasks 2.0 beat 1.0 and 0, see docs/router.md).
     batch_size : phase-2 requests sent together (concurrency for live sources).
+    agreement_reward_value : "calibrated" (ours, default): without a human label, an LLM
+        that agrees with the majority is rewarded P(LLM consensus is right), measured on
+        the human-labelled items where the LLMs reached consensus, and a dissenting one
+        (1 - that) / (labels - 1) (:func:`~quorum.routing.calibration.agreement_reward`);
+        "one": 1 and 0 (shared errors are then learned as correct).
+    label_model_vote : final label of an item without a human label (labels only; ours).
+        "skill+knn" (default): the one-coin posterior of its answers, each LLM right with
+        1 - e_a(x), its kNN error rate on the human-labelled items it answered, under the
+        prior of a kNN label model over every human label bought
+        (:mod:`~quorum.routing.label_model`); "skill": the same with the human label
+        frequencies as the prior; "off": the weighted majority vote.
+    audit_llm_first : auditing (auditor setting, dollars audit path; labels): the cheapest
+        LLM answers every item first, so every human label also tells whether the LLM was
+        wrong there; humans then go, in ``audit_rounds`` rounds, to the items whose label is
+        most likely wrong under the label model (refitted each round). False: the ranking
+        of ``auditor_rule`` from the calibration errors, humans instead of the LLM.
+    audit_rounds : rounds of human labels when ``audit_llm_first`` (5).
+    label_model_k, label_model_strength : neighbours and pseudo-counts of the label model.
+    label_model_fit : choose the kNN prior's pseudo-counts by the leave-one-out likelihood
+        of the human labels (:func:`~quorum.routing.label_model.fit_knn_strength`), so that
+        neighbours that say nothing about the label fall back to the label frequencies.
+    label_model_bandit : also use ``label_model_vote`` after bandit routing (dollars, panel
+        not dominated). Off: there the human labels are escalations, bought where the LLMs
+        disagreed or looked weak, so they overstate the LLMs' error rates (IMDB, dollars
+        30%: 0.889 with it, 0.929 without).
     """
 
     name = "quorum"
@@ -201,7 +237,7 @@ class QuorumRouter(Router):
         summary_error_quantile: float = 0.5,
         spend_leftover: bool = True,
         adaptive_tau: bool = True,
-        auditor_cost_match: bool = True,
+        auditor_cost_match: bool = False,
         extra_arm_rule: str = "value",
         phase2_rule: str = "lagrangian",
         human_quality: float = 1.0,
@@ -210,6 +246,14 @@ class QuorumRouter(Router):
         probe_share: float = 0.5,
         dominance_z: float = 2.0,
         batch_size: int = 256,
+        agreement_reward_value: str = "calibrated",
+        label_model_vote: str = "skill+knn",
+        audit_llm_first: bool = True,
+        audit_rounds: int = 5,
+        label_model_k: int = 10,
+        label_model_strength: float = 2.0,
+        label_model_fit: bool = True,
+        label_model_bandit: bool = False,
     ) -> None:
         self.tau_h = tau_h
         self.epsilon0 = epsilon0
@@ -248,6 +292,14 @@ class QuorumRouter(Router):
         self.probe_share = probe_share
         self.dominance_z = dominance_z
         self.batch_size = batch_size
+        self.agreement_reward_value = agreement_reward_value
+        self.label_model_vote = label_model_vote
+        self.audit_llm_first = audit_llm_first
+        self.audit_rounds = audit_rounds
+        self.label_model_k = label_model_k
+        self.label_model_strength = label_model_strength
+        self.label_model_fit = label_model_fit
+        self.label_model_bandit = label_model_bandit
         self._validate()
 
     @property
@@ -338,6 +390,10 @@ class _Run:
         self._votes: list[tuple[Mapping[str, str], int, tuple[str | None, float, int]] | None]
         self._votes = [None] * self.T
         self.step = 0
+        # exploration time: routing decisions so far (items in phases 1-2, picks in phase 3)
+        self.t_explore = 0
+        # (items with a human label where the LLMs reached consensus, consensus right)
+        self.agreed_seen = (0, 0)
         self.info: dict = {}
         self._emb: dict[str, np.ndarray] = {}
 
@@ -393,7 +449,7 @@ class _Run:
             self.ids[t],
             arm,
             mode,
-            self.policy.epsilon(self.step),
+            self.policy.epsilon(self.t_explore),
             float(x[self.ctx.b_index]) if x is not None else np.nan,
             float(x[self.ctx.p_index]) if x is not None else np.nan,
             self.rec.price(arm) if arm != "-" else 0.0,
@@ -484,10 +540,13 @@ class _Run:
         answers = self.rec.by_item.get(item, {})
         outs = self.outputs(t)
         human_out = outs.get(self.human)
+        paid = None  # (reward if it agrees, if not) without a human label
         if human_out is not None:
             ref = human_out
         elif self.cfg.agreement_reward and len(outs) >= 2:
             ref, _, _ = self.aggregate(t)
+            if not self.summ and self.cfg.agreement_reward_value == "calibrated":
+                paid = agreement_reward(*self.agreed_seen, len(self.p.task.labels or []))
         else:
             return
         asked = self.asked
@@ -497,10 +556,17 @@ class _Run:
             if o.status == "pending" or o.status == "failed":
                 continue
             r = self.similarity_reward(o.output if o.ok else None, ref)
+            if paid is not None:
+                r = paid[0] if r >= 1.0 else paid[1]
             self.post[a].update(asked.get(t, a), r)
             asked.mark_rewarded(t, a)
         # the human arm: agreement with the other annotators' majority, when there are >= 2
         others = {a: y for a, y in outs.items() if not self.is_h(a)}
+        if human_out is not None and not self.summ and len(others) >= 2:
+            y_o, agr_o = self.agg.vote(others, self.is_h)
+            if self.agg.consensus(agr_o, len(others)):  # how often LLM consensus is right
+                n_seen, n_right = self.agreed_seen
+                self.agreed_seen = (n_seen + 1, n_right + int(y_o == human_out))
         if human_out is not None and len(others) >= 2 and asked.has(t, self.human):
             if self.summ:
                 names = list(others)
@@ -553,6 +619,7 @@ class _Run:
         lam = self._shadow_price(rest, working) if cfg.phase2_rule == "lagrangian" else 0.0
         self.info["shadow_price"] = lam
         for j, t in enumerate(rest):
+            self.t_explore = len(cal) + j
             b = max(0.0, plan.left / self.budget.limit)
             x = self.context(t, b, (len(cal) + j) / T, np.zeros(self.K))
             q = self.q_values(x)
@@ -661,6 +728,10 @@ class _Run:
         in_cal[cal] = True
         perm = self.rng.permutation(self.T)
         rest = perm[~in_cal[perm]].astype(int)
+        if self._adaptive_audit():
+            self._calibration_errors(cal, cheap)
+            self._audit_adaptive(rest, cheap, None, trace_q=True)
+            return
         n_h = audit_human_count(
             self.budget.remaining,
             len(rest),
@@ -745,12 +816,19 @@ class _Run:
         # open items that have no answer yet: phase 3 keeps c_min for each of them
         n_unanswered = int(no_answer[open_].sum())
 
+        queue: PriorityQueue | None = None
+
+        def progress() -> float:
+            """p_t in phase 3: the share of items that need nothing more (was 1.0 throughout)."""
+            n_open = len(queue) if queue is not None else int(open_.sum())  # O(1) once queued
+            return 1.0 - n_open / max(T, 1)
+
         def recompute() -> None:
             idx = np.flatnonzero(open_)
             if len(idx) == 0:
                 return
             b = self.budget.remaining_fraction
-            D = self.difficulty(self.contexts(idx, b, 1.0))
+            D = self.difficulty(self.contexts(idx, b, progress()))
             prio[idx] = D + delta[idx] + (1.0 - has_h[idx])
 
         recompute()
@@ -765,11 +843,13 @@ class _Run:
 
         picks = 0
         while len(queue):
-            # keep money to give a first annotation to items that still have none
-            keep = float(n_unanswered) * self.c_min
+            self.t_explore = T + picks  # phase 2 made T decisions (calibration included)
             t = queue.top()
+            # keep money to give a first annotation to the *other* open items that still have
+            # none: budget.first_answer_reserve, kept incrementally (n_unanswered counts t)
+            keep = float(n_unanswered - int(bool(no_answer[t]))) * self.c_min
             llms, human_free = self._open_arms(t)
-            x = self.context(t, self.budget.remaining_fraction, 1.0)
+            x = self.context(t, self.budget.remaining_fraction, progress())
             fits = [k for k in llms if self.rec.can_afford(self.llm_names[k], keep=keep)]
             human_ok = human_free and self.rec.can_afford(self.human, keep=keep)
             if not fits and not human_ok:
@@ -783,6 +863,11 @@ class _Run:
                 k, mode = None, "disagreement"
             elif cfg.extra_arm_rule == "value":
                 k, mode = self._value_choice(t, q, fits, human_ok)
+                if mode == "none":  # nothing to gain on t: it is done, nothing is bought
+                    self.settle(t)
+                    open_[t] = False
+                    prio[t] = -np.inf
+                    continue
             else:
                 qs = q[fits] if fits else np.array([])
                 scores = qs - cfg.cost_penalty * self.c[fits] / self.c_h if fits else None
@@ -792,7 +877,7 @@ class _Run:
                     ratio = min(1.0, self.budget.remaining / need)
                     policy = policy.with_tau(adaptive_tau(cfg.tau_h, ratio))
                 k, mode = policy.select(
-                    qs, self.step, self.rng, human_allowed=human_ok, scores=scores
+                    qs, self.t_explore, self.rng, human_allowed=human_ok, scores=scores
                 )
             arm = self.human if k is None else self.llm_names[fits[k]]
             self.asked.put(t, arm, x)
@@ -818,7 +903,7 @@ class _Run:
                 delta[t] = self.delta(t)
                 has_h[t] = float(self.human in outs)
                 idx = np.array([t])
-                xv = self.context(t, self.budget.remaining_fraction, 1.0)[None, :]
+                xv = self.context(t, self.budget.remaining_fraction, progress())[None, :]
                 D = self.difficulty(xv)
                 prio[idx] = D + delta[idx] + (1.0 - has_h[idx])
                 queue.push(t)
@@ -848,7 +933,7 @@ class _Run:
             self.c_h,
             p,
             human_ok=human_ok,
-            epsilon=self.policy.epsilon(self.step),
+            epsilon=self.policy.epsilon(self.t_explore),
             rng=self.rng,
         )
 
@@ -871,7 +956,7 @@ class _Run:
         D = self.difficulty(X)
         agr = np.array([self.aggregate(t)[1] for t in cand])
         prio = D + (1.0 - agr)
-        n_afford = int(self.budget.remaining // self.c_h + 1e-9)
+        n_afford = int(self.budget.remaining / self.c_h + 1e-9)
         if self.budget.humans_left is not None:
             n_afford = min(n_afford, self.budget.humans_left)
         order = np.argsort(-prio, kind="stable")[:n_afford]
@@ -900,6 +985,9 @@ class _Run:
         judged, errs = self._calibration_errors(cal, cheap)
         rest = order[n_cal:].astype(int)
         n_h = B - len(cal)
+        if self._adaptive_audit():  # the LLM on every item: within B c_H + T c_min, no give-up
+            self._audit_adaptive(rest, cheap, n_h)
+            return
         if cfg.auditor_cost_match and len(cal) and self.c_h > self.c_min:
             give_up = cost_match_give_up(len(cal), self.c_min, self.c_h)
             n_h = max(0, n_h - give_up)
@@ -941,9 +1029,139 @@ class _Run:
         self.info["auditor_order"] = how
         return order
 
+    # ------------------------------------------------- label model (issue 14)
+    def _adaptive_audit(self) -> bool:
+        cfg = self.cfg
+        return (
+            cfg.audit_llm_first
+            and cfg.max_annotations >= 2
+            and not self.summ
+            and bool(self.p.task.labels)
+        )
+
+    def _label_space(self) -> np.ndarray:
+        """Unit-norm item vectors for the label model: the embeddings, else standardised phi."""
+        if self.p.embeddings is not None:
+            return np.asarray(self.p.embeddings, dtype=np.float64)
+        z = (self.phi - self.phi.mean(0)) / (self.phi.std(0) + 1e-9)
+        return z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-12)
+
+    def _human_labelled(self) -> tuple[np.ndarray, np.ndarray]:
+        """Items with a usable human label and its label index."""
+        labels = list(self.p.task.labels or [])
+        idx = [t for t in range(self.T) if self.outputs(t).get(self.human) is not None]
+        y = label_indices([self.outputs(t)[self.human] for t in idx], labels)
+        return np.array(idx, dtype=int)[y >= 0], y[y >= 0]
+
+    def _label_prior(self, query: np.ndarray, hum: np.ndarray, y_h: np.ndarray) -> np.ndarray:
+        """p(y | x) of the label model (``label_model_vote``) for the items ``query``."""
+        cfg, L = self.cfg, len(self.p.task.labels or [])
+        if cfg.label_model_vote == "skill+knn":
+            space, strength = self._label_space(), cfg.label_model_strength
+            if cfg.label_model_fit:
+                strength = fit_knn_strength(space, hum, y_h, L, k=cfg.label_model_k)
+                self.info["label_model_strength"] = strength
+            return knn_label_probs(
+                space, hum, y_h, query, L, k=cfg.label_model_k, strength=strength
+            )
+        freq = (np.bincount(y_h, minlength=L) + 1.0) / (len(y_h) + L)
+        return np.repeat(freq[None, :], len(query), axis=0)
+
+    def _label_posterior(self, items: np.ndarray) -> np.ndarray:
+        """P(y | answers) for ``items`` (n, L): the label model's prior (``label_model_vote``)
+        and each LLM answer as a one-coin annotator, right with 1 - e_a(x), e_a its kNN
+        error rate on the human-labelled items it answered
+        (:mod:`~quorum.routing.label_model`)."""
+        cfg, labels = self.cfg, list(self.p.task.labels or [])
+        hum, y_h = self._human_labelled()
+        space = self._label_space()
+        votes = np.column_stack(
+            [
+                label_indices([self.outputs(t).get(a) for t in range(self.T)], labels)
+                for a in self.llm_names
+            ]
+        )
+        acc = np.ones((len(items), self.K))
+        for k in range(self.K):
+            if not (votes[items, k] >= 0).any():
+                continue
+            judged = votes[hum, k] >= 0
+            e = knn_error_rate(
+                space,
+                hum[judged],
+                votes[hum[judged], k] != y_h[judged],
+                items,
+                k=cfg.label_model_k,
+                strength=cfg.label_model_strength,
+            )
+            acc[:, k] = 1.0 - e
+        if cfg.label_model_vote == "off" or len(hum) == 0:
+            prior = np.full((len(items), len(labels)), 1.0 / len(labels))
+        else:
+            prior = self._label_prior(items, hum, y_h)
+        return one_coin_posterior(prior, votes[items], acc)
+
+    def _wrong_probability(self, pool: np.ndarray) -> np.ndarray:
+        """P(the label an item of ``pool`` would get without a human is wrong)."""
+        return 1.0 - self._label_posterior(pool).max(axis=1)
+
+    def _audit_adaptive(
+        self, rest: np.ndarray, cheap: str, n_h: int | None, trace_q: bool = False
+    ) -> None:
+        """``audit_llm_first``: the cheapest LLM on every item of ``rest``, then humans in
+        ``audit_rounds`` rounds on the items whose label is likeliest wrong. ``trace_q``:
+        the trace keeps x_t and q_a(x_t) as in bandit routing (dollars, for the dashboard)."""
+        cfg = self.cfg
+        X = Q = None
+        if trace_q:
+            b, p = self.budget.remaining_fraction, (self.T - len(rest)) / max(self.T, 1)
+            X = self.contexts(rest, b, p, np.zeros((len(rest), self.K)))
+            Q = np.column_stack([X @ self.post[a].mean_ for a in self.llm_names])
+        for i, t in enumerate(rest):
+            x, q = (None, None) if X is None or Q is None else (X[i], Q[i])
+            self._log(int(t), "route", cheap, "llm", x, q)
+        reqs = [(self.ids[t], cheap) for t in rest]
+        for i in range(0, len(reqs), cfg.batch_size):
+            self.rec.annotate_many(reqs[i : i + cfg.batch_size], phase="route")
+        n_afford = int(self.budget.remaining / self.c_h + 1e-9) if self.c_h > 0 else len(rest)
+        n_h = n_afford if n_h is None else min(n_h, n_afford)
+        if self.budget.humans_left is not None:
+            n_h = min(n_h, self.budget.humans_left)
+        n_h = max(0, min(n_h, len(rest)))
+        pool = np.asarray(rest, dtype=int)
+        self.info["auditor_order"] = "label-model posterior, rounds"
+        for size in np.diff(np.linspace(0, n_h, cfg.audit_rounds + 1).round().astype(int)):
+            if size <= 0 or len(pool) == 0:
+                continue
+            score = self._wrong_probability(pool)
+            pick = pool[np.argsort(-score, kind="stable")[:size]]
+            for t in pick:
+                self._log(int(t), "route", self.human, "audit", None, None)
+            reqs = [(self.ids[t], self.human) for t in pick]
+            for i in range(0, len(reqs), cfg.batch_size):
+                self.rec.annotate_many(reqs[i : i + cfg.batch_size], phase="route")
+            pool = pool[~np.isin(pool, pick)]
+
+    def _final_votes(self) -> dict[int, str]:
+        """``label_model_vote``: labels of the items without a human label, the argmax of
+        :meth:`_label_posterior` (labels only)."""
+        cfg, labels = self.cfg, list(self.p.task.labels or [])
+        if cfg.label_model_vote == "off" or self.summ or not labels:
+            return {}
+        if self.info.get("dollars_strategy") == "bandit" and not cfg.label_model_bandit:
+            return {}  # escalated human labels are no fair sample of the LLMs' errors
+        if len(self._human_labelled()[0]) == 0:
+            return {}
+        todo = np.array([t for t in range(self.T) if self.human not in self.outputs(t)], dtype=int)
+        if len(todo) == 0:
+            return {}
+        best = self._label_posterior(todo).argmax(axis=1)
+        return {int(t): labels[int(j)] for t, j in zip(todo, best, strict=True)}
+
     # ------------------------------------------------------------ result
     def result(self) -> RoutingResult:
         cols: dict[str, list] = {c: [] for c in LABEL_COLUMNS}  # one list per column
+        final = self._final_votes()
         for t in range(self.T):
             item = self.ids[t]
             outs = self.outputs(t)
@@ -952,6 +1170,7 @@ class _Run:
             else:
                 y, agr, _n = self.aggregate(t)
             answers = self.rec.by_item.get(item, {})
+            y = final.get(t, y)
             cols["item_id"].append(item)
             cols["output"].append(y)
             cols["n_annotations"].append(len(answers))

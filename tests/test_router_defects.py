@@ -1,0 +1,161 @@
+"""Issue 14: the defects found in QUORUM's router, each pinned by a hand-made case."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from quorum.data.schema import AnnotatorSpec, Dataset, TaskSpec
+from quorum.routing.auditing import audit_human_count
+from quorum.routing.budget import Budget, first_answer_reserve
+from quorum.routing.calibration import agreement_reward
+from quorum.routing.params import QuorumParams
+from quorum.routing.policy import decayed_epsilon, value_choice
+from quorum.routing.posterior import BayesianLinearPosterior
+from quorum.routing.quorum import QuorumRouter, _Run
+from quorum.routing.replay import RecordedSource
+from test_quorum_router import make_dataset, problem_for, run
+
+
+def test_value_choice_buys_nothing_when_the_label_is_surely_right():
+    # p = 1: every arm's value is 0; the tie used to go to the human, the dearest arm
+    rng = np.random.default_rng(0)
+    q, c = np.array([0.9, 0.8]), np.array([0.01, 0.03])
+    assert value_choice(q, c, 0.1, 1.0, human_ok=True, epsilon=0.0, rng=rng) == (None, "none")
+    assert value_choice(q, c, 0.1, 1.0, human_ok=False, epsilon=0.9, rng=rng) == (None, "none")
+    # below 1 the rule is unchanged
+    assert value_choice(q, c, 0.1, 0.5, human_ok=True, epsilon=0.0, rng=rng) == (0, "value")
+
+
+def test_no_human_is_bought_for_items_whose_label_is_surely_right():
+    # LLMs that are always right: q >= 1 after calibration, phase 3 buys no human for p = 1
+    ds = make_dataset(80, acc=(1.0, 1.0, 1.0))
+    res, _ = run(ds, frac=0.7, dollars_strategy="bandit", spend_leftover=False)
+    extra = res.trace[res.trace["phase"] == "extra"]
+    p_one = extra[[c for c in extra if c.startswith("q:")]].max(axis=1) >= 1.0
+    assert not (extra.loc[p_one, "arm"] == "gold").any()
+
+
+def test_agreement_reward_is_the_measured_chance_that_consensus_is_right():
+    pi, d = agreement_reward(8, 6, 3)
+    assert np.isclose(pi, 0.7) and np.isclose(d, 0.15)
+
+
+def _shared_error_dataset(n=120, seed=0):
+    # llm0 and llm1 give the same answer on every item, right 60% of the time
+    rng = np.random.default_rng(seed)
+    gold = rng.choice(["A", "B"], size=n)
+    shared = np.where(rng.random(n) < 0.6, gold, np.where(gold == "A", "B", "A"))
+    third = np.where(rng.random(n) < 0.7, gold, np.where(gold == "A", "B", "A"))
+    items = pd.DataFrame({"item_id": [f"i{t}" for t in range(n)], "text": ["x"] * n})
+    items["gold"] = gold
+    rows = []
+    for name, outs in (("llm0", shared), ("llm1", shared), ("llm2", third)):
+        rows += [{"item_id": f"i{t}", "annotator": name, "output": outs[t]} for t in range(n)]
+    task = TaskSpec(
+        name="shared",
+        type="classification",
+        labels=["A", "B"],
+        annotators=[
+            AnnotatorSpec(name="llm0", price=0.01),
+            AnnotatorSpec(name="llm1", price=0.01),
+            AnnotatorSpec(name="llm2", price=0.01),
+        ],
+    )
+    return Dataset(task, items, pd.DataFrame(rows))
+
+
+def test_shared_errors_are_not_rewarded_as_correct(monkeypatch):
+    seen: list[float] = []
+    orig = BayesianLinearPosterior.update
+
+    def spy(self, x, r):
+        seen.append(float(r))
+        return orig(self, x, r)
+
+    monkeypatch.setattr(BayesianLinearPosterior, "update", spy)
+    ds = _shared_error_dataset()
+    run(ds, frac=0.35, dollars_strategy="bandit", spend_leftover=False)
+    rewards = np.array(seen)
+    # agreement without a human pays the measured P(consensus right), not 1
+    partial = rewards[(rewards > 0) & (rewards < 1)]
+    assert len(partial) > 0 and partial.max() < 0.95
+    seen.clear()
+    run(
+        ds, frac=0.35, dollars_strategy="bandit", spend_leftover=False, agreement_reward_value="one"
+    )
+    assert set(np.unique(seen)) <= {0.0, 1.0}
+
+
+def test_phase3_exploration_time_continues_phase2():
+    ds = make_dataset(80)
+    res, _ = run(ds, frac=0.5, dollars_strategy="bandit")
+    T = ds.n_items
+    route = res.trace[res.trace["phase"] == "route"]
+    extra = res.trace[res.trace["phase"] == "extra"]
+    assert len(extra) > 0
+    # phase 2: item j of the routing order is decision len(cal) + j
+    n_cal = res.info["n_calibration"]
+    want2 = [decayed_epsilon(n_cal + j, 0.3, 0.005) for j in range(len(route))]
+    assert np.allclose(route["epsilon"].to_numpy(), want2)
+    # phase 3: its i-th pick is decision T + i (it used to count trace rows)
+    want3 = [decayed_epsilon(T + i, 0.3, 0.005) for i in range(len(extra))]
+    assert np.allclose(extra["epsilon"].to_numpy(), want3)
+
+
+def test_phase3_progress_is_not_stuck_at_one():
+    ds = make_dataset(80)
+    res, _ = run(ds, frac=0.5, dollars_strategy="bandit")
+    p = res.trace.loc[res.trace["phase"] == "extra", "p_t"].to_numpy()
+    assert len(p) > 1 and p[0] < 1.0
+    assert np.all(np.diff(p) >= -1e-12) and p.max() <= 1.0
+
+
+def test_first_answer_reserve_leaves_out_the_item_being_annotated():
+    no_answer = np.array([True, False, True])
+    open_ = np.array([True, True, False])
+    assert first_answer_reserve(no_answer, open_, 0, 0.01) == 0.0
+    assert first_answer_reserve(no_answer, open_, 1, 0.01) == 0.01
+
+
+def test_refine_answers_the_last_unanswered_item_with_the_money_left():
+    ds = make_dataset(10)
+    prob = problem_for(ds)
+    budget = Budget(0.01)  # exactly the cheapest LLM once
+    r = _Run(QuorumParams(), prob, RecordedSource(ds), budget, seed=0)
+    r.settled[:] = True
+    r.settled[0] = False  # one open item, no answer yet
+    r.refine()
+    assert len(r.outputs(0)) == 1 and budget.remaining < 1e-9
+
+
+def test_audit_human_count_is_not_lost_to_float_error():
+    # (10 - 100 * 0.01) // 0.09 is 99.0 in floating point; 100 labels fit
+    assert audit_human_count(10.0, 100, 0.01, 0.1) == 100
+    assert audit_human_count(10.0, 200, 0.01, 0.1) == 88
+
+
+def test_auditor_uses_every_human_label_of_its_budget():
+    ds = make_dataset(100)
+    res, _ = run(ds, "auditor", frac=0.3)
+    assert res.human_labels == 30
+    assert res.cost <= 30 * 0.1 + 100 * 0.01 + 1e-9
+    # the old path gives up labels to pay for calibration's LLM answers
+    old, _ = run(ds, "auditor", frac=0.3, audit_llm_first=False, auditor_cost_match=True)
+    assert old.human_labels < 30
+    # ... which is now off by default on that path too
+    plain, _ = run(ds, "auditor", frac=0.3, audit_llm_first=False)
+    assert plain.human_labels == 30
+
+
+def test_router_params_include_the_label_model_switches():
+    p = QuorumRouter(label_model_vote="off", audit_rounds=2).params
+    assert p.label_model_vote == "off" and p.audit_rounds == 2
+
+
+def test_label_model_vote_is_off_after_bandit_routing_by_default():
+    ds = make_dataset(120, acc=(0.6, 0.9, 0.95))
+    base, _ = run(ds, frac=0.5, dollars_strategy="bandit", label_model_vote="off")
+    dflt, _ = run(ds, frac=0.5, dollars_strategy="bandit")
+    assert dflt.labels["output"].tolist() == base.labels["output"].tolist()
+    assert QuorumRouter(label_model_bandit=True).params.label_model_bandit
