@@ -159,3 +159,17 @@ def test_label_model_vote_is_off_after_bandit_routing_by_default():
     dflt, _ = run(ds, frac=0.5, dollars_strategy="bandit")
     assert dflt.labels["output"].tolist() == base.labels["output"].tolist()
     assert QuorumRouter(label_model_bandit=True).params.label_model_bandit
+
+
+def test_label_model_is_capped_by_problem_size():
+    """Above label_model_max_items the exact kNN label model is off: the run is the one-shot
+    audit with the weighted vote, and says so."""
+    ds = make_dataset(100, acc=(0.6, 0.8, 0.9))
+    capped, _ = run(ds, "auditor", frac=0.3, label_model_max_items=99)
+    plain, _ = run(ds, "auditor", frac=0.3, audit_llm_first=False, label_model_vote="off")
+    assert capped.labels["output"].tolist() == plain.labels["output"].tolist()
+    assert capped.cost == plain.cost and capped.human_labels == plain.human_labels
+    assert capped.info["label_model"].startswith("off")
+    on, _ = run(ds, "auditor", frac=0.3, label_model_max_items=100)
+    assert on.info["label_model"] == "on"
+    assert on.annotations["cost"].sum() != plain.annotations["cost"].sum()  # LLM on every item

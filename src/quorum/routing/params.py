@@ -83,6 +83,7 @@ class QuorumParams(BaseModel):
     label_model_strength: float = Field(2.0, gt=0.0)
     label_model_fit: bool = True
     label_model_bandit: bool = False
+    label_model_max_items: int = Field(50_000, ge=0)
     # engineering
     batch_size: int = Field(256, ge=1)
 

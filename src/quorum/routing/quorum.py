@@ -202,6 +202,10 @@ class QuorumRouter(Router):
         not dominated). Off: there the human labels are escalations, bought where the LLMs
         disagreed or looked weak, so they overstate the LLMs' error rates (IMDB, dollars
         30%: 0.889 with it, 0.929 without).
+    label_model_max_items : the label model (``label_model_vote``, ``audit_llm_first``) runs
+        on problems of at most this many items (50,000). Its kNN search is exact, so a
+        round costs O(T x human labels): above the cap the run uses the one-shot audit and
+        the weighted vote, and ``info["label_model"]`` says so.
     """
 
     name = "quorum"
@@ -254,6 +258,7 @@ class QuorumRouter(Router):
         label_model_strength: float = 2.0,
         label_model_fit: bool = True,
         label_model_bandit: bool = False,
+        label_model_max_items: int = 50_000,
     ) -> None:
         self.tau_h = tau_h
         self.epsilon0 = epsilon0
@@ -300,6 +305,7 @@ class QuorumRouter(Router):
         self.label_model_strength = label_model_strength
         self.label_model_fit = label_model_fit
         self.label_model_bandit = label_model_bandit
+        self.label_model_max_items = label_model_max_items
         self._validate()
 
     @property
@@ -1034,10 +1040,18 @@ class _Run:
         cfg = self.cfg
         return (
             cfg.audit_llm_first
+            and self._label_model_fits()
             and cfg.max_annotations >= 2
             and not self.summ
             and bool(self.p.task.labels)
         )
+
+    def _label_model_fits(self) -> bool:
+        """The label model runs at this size (``label_model_max_items``); recorded in info."""
+        n_items = self.T
+        fits = n_items <= self.cfg.label_model_max_items
+        self.info["label_model"] = "on" if fits else "off: more items than label_model_max_items"
+        return fits
 
     def _label_space(self) -> np.ndarray:
         """Unit-norm item vectors for the label model: the embeddings, else standardised phi."""
@@ -1147,6 +1161,8 @@ class _Run:
         :meth:`_label_posterior` (labels only)."""
         cfg, labels = self.cfg, list(self.p.task.labels or [])
         if cfg.label_model_vote == "off" or self.summ or not labels:
+            return {}
+        if not self._label_model_fits():
             return {}
         if self.info.get("dollars_strategy") == "bandit" and not cfg.label_model_bandit:
             return {}  # escalated human labels are no fair sample of the LLMs' errors
