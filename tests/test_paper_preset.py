@@ -423,3 +423,15 @@ def test_cli_flags_the_authors_accounting(shared_data_dir):
     res = CliRunner().invoke(app, [*args, "quorum-paper"])
     assert res.exit_code == 0, res.output
     assert "authors' accounting" not in res.output
+
+
+def test_per_step_rule_stops_at_an_exact_budget_edge(shared_data_dir):
+    """A budget whose float limit lands a nano-unit under the last price (persuasion,
+    dollars 70%: 0.7 x 434 x 0.1) used to raise BudgetExceededError: the per-step rule
+    compares with a tolerance, the budget exactly. The run now stops there."""
+    from quorum.simulate import prepare, simulate_once
+
+    prep = prepare("llms-for-css/persuasion")
+    row, result = simulate_once(prep, "quorum-paper", "dollars", 0.7, 0)
+    assert result.cost <= result.budget_limit
+    assert row["accuracy"] > 0

@@ -631,7 +631,10 @@ class _PaperRun:
             if avail is None:
                 break
             human_ok = self.K in avail and self.budget.can_afford(self.c_h, human=True)
-            llms = [k for k in avail if k < self.K]
+            # the rule compares prices with a float tolerance; the budget is exact (nano-units)
+            llms = [k for k in avail if k < self.K and self.budget.can_afford(self.c[k])]
+            if not llms and not human_ok:
+                break
             arm, mode, x = self._choose(t, llms, human_ok)
             if arm == "-":
                 break
