@@ -173,3 +173,13 @@ def test_label_model_is_capped_by_problem_size():
     on, _ = run(ds, "auditor", frac=0.3, label_model_max_items=100)
     assert on.info["label_model"] == "on"
     assert on.annotations["cost"].sum() != plain.annotations["cost"].sum()  # LLM on every item
+
+
+def test_items_closed_by_the_value_rule_leave_the_refinement_queue(monkeypatch):
+    """Phase 3 closes an item the value rule buys nothing for through the queue, so the
+    queue's count of open items stays true (a stale count raised 'no open item' on IMDB)."""
+    ds = make_dataset(80, acc=(0.6, 0.7, 0.8))
+    monkeypatch.setattr(_Run, "_value_choice", lambda self, t, q, fits, human_ok: (None, "none"))
+    res, budget = run(ds, frac=0.7, dollars_strategy="bandit", escalate_disagreement=False)
+    assert len(res.labels) == 80 and budget.spent <= budget.limit + 1e-9
+    assert not (res.trace["phase"] == "extra").any()  # nothing bought in phase 3

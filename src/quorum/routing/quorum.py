@@ -871,8 +871,7 @@ class _Run:
                 k, mode = self._value_choice(t, q, fits, human_ok)
                 if mode == "none":  # nothing to gain on t: it is done, nothing is bought
                     self.settle(t)
-                    open_[t] = False
-                    prio[t] = -np.inf
+                    close(t)
                     continue
             else:
                 qs = q[fits] if fits else np.array([])
