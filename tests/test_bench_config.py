@@ -77,3 +77,27 @@ def test_disabled_section_is_skipped() -> None:
 def test_router_defaults_has_paper_values() -> None:
     d = router_defaults("quorum")
     assert {"tau_h", "w_human", "epsilon0", "gamma", "calibration_share"} <= set(d)
+
+
+def test_main_skip_leaves_out_a_method_on_a_dataset_and_setting():
+    from quorum.bench.config import MainSection
+    from quorum.bench.plan import build_plan
+
+    cfg = parse_config(
+        {
+            "name": "t",
+            "main": {
+                "datasets": ["llms-for-css/flute"],
+                "methods": ["random", "quorum-paper"],
+                "budgets": [0.1],
+                "seeds": 1,
+                "skip": ["quorum-paper@llms-for-css/flute@dollars"],
+            },
+        }
+    )
+    runs = {(r.method, r.setting) for r in build_plan(cfg).runs["main"]}
+    assert runs == {("random", "auditor"), ("random", "dollars"), ("quorum-paper", "auditor")}
+    with pytest.raises(ValueError, match="skip entry"):
+        MainSection(datasets=["x"], skip=["quorum-paper"])
+    with pytest.raises(ValueError, match=r"unknown|method"):
+        MainSection(datasets=["x"], skip=["nope@x"])

@@ -91,11 +91,32 @@ class MainSection(_Section):
     budgets: list[float] = [0.1, 0.3, 0.5, 0.7]
     seeds: Seeds = 10
     summarization_seeds: Seeds = 3
+    #: runs left out, as "method@dataset" or "method@dataset@setting" (the tables show the
+    #: cell as missing); for a method too slow on one dataset, with the reason in a comment
+    skip: list[str] = []
 
     @field_validator("methods")
     @classmethod
     def _m(cls, v: list[str]) -> list[str]:
         return _check_methods(_nonempty(v))
+
+    @field_validator("skip")
+    @classmethod
+    def _skip(cls, v: list[str]) -> list[str]:
+        for entry in v:
+            parts = entry.split("@")
+            if len(parts) not in (2, 3) or not all(parts):
+                raise ValueError(
+                    f"skip entry {entry!r}: expected 'method@dataset' or 'method@dataset@setting'"
+                )
+            _check_methods([parts[0]])
+            if len(parts) == 3 and parts[2] not in ("auditor", "dollars"):
+                raise ValueError(f"skip entry {entry!r}: setting must be auditor or dollars")
+        return v
+
+    def skips(self, method: str, dataset: str, setting: str) -> bool:
+        """True if ``skip`` leaves this (method, dataset, setting) out."""
+        return f"{method}@{dataset}" in self.skip or f"{method}@{dataset}@{setting}" in self.skip
 
     @field_validator("budgets")
     @classmethod

@@ -143,6 +143,7 @@ def build_plan(cfg: BenchConfig) -> Plan:
             for m in s.methods
             if _supports(m, d)
             for st in s.settings
+            if not s.skips(m, d, st)
             for b in s.budgets
             for seed in _seeds(s, d)
         ]
