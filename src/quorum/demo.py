@@ -38,9 +38,11 @@ def demo(
     table = Table(title=f"{dataset}, budget {budget:.0%}, mean over {seeds} seeds")
     for col in ("setting", "method", metric, "MCA", "cost", "limit", "human labels", "LLM calls"):
         table.add_column(col, justify="right")
+    spent: dict[tuple[str, str], float] = {}
     for setting in ("auditor", "dollars"):
         for method in ("random", "quorum"):
             rows = [simulate_once(prep, method, setting, budget, s)[0] for s in range(seeds)]
+            spent[setting, method] = float(np.mean([r["cost"] for r in rows]))
             acc = np.array([r[metric] for r in rows])
             mca = [r["mca"] for r in rows if r.get("mca") is not None]
             table.add_row(
@@ -54,6 +56,14 @@ def demo(
                 f"{np.mean([r['llm_calls'] for r in rows]):.0f}",
             )
     console.print(table)
+    for setting in ("auditor", "dollars"):
+        diff = spent[setting, "quorum"] - spent[setting, "random"]
+        if abs(diff) >= 0.005:
+            more = "more" if diff > 0 else "less"
+            console.print(
+                f"{setting}: quorum spent {abs(diff):.2f} {more} than random at the same budget; "
+                "`quorum bench` compares every method at equal spend (tables/equal_spend.md)"
+            )
     console.print(f"done in {time.perf_counter() - t0:.1f}s")
 
 
