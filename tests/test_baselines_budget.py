@@ -7,21 +7,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from baselines_fakes import auditor_budget, make_dataset, make_problem, source_of
-from quorum.methods import make_router
+from quorum.methods import baseline_names, make_router
 from quorum.routing.budget import Budget
 
-METHODS = [
-    "random",
-    "coannotating",
-    "cdi",
-    "hypac",
-    "araida",
-    "sant",
-    "coannotating-ensemble",
-    "cdi-ensemble",
-    "hypac-ensemble",
-    "random-uniform",
-]
+METHODS = baseline_names()
 #: Budget keeps integer micro-units and rounds the float limit to the nearest one
 TOL = 1e-6
 

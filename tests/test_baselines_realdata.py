@@ -12,24 +12,14 @@ import pytest
 from baselines_fakes import auditor_budget
 from quorum.data.schema import Dataset
 from quorum.errors import DatasetNotFoundError, UnsupportedTaskError
-from quorum.methods import make_router
+from quorum.methods import baseline_names, make_router
 from quorum.routing.base import RoutingProblem
 from quorum.routing.budget import Budget
 from quorum.routing.replay import RecordedSource
 
 pytestmark = pytest.mark.realdata
 
-METHODS = [
-    "random",
-    "coannotating",
-    "cdi",
-    "hypac",
-    "araida",
-    "sant",
-    "coannotating-ensemble",
-    "cdi-ensemble",
-    "hypac-ensemble",
-]
+METHODS = baseline_names()
 PAPER_FORMS = ("coannotating", "cdi", "hypac")
 ENSEMBLES = ("coannotating-ensemble", "cdi-ensemble", "hypac-ensemble")
 _CACHE: dict[str, tuple[Dataset, np.ndarray, np.ndarray]] = {}

@@ -46,6 +46,11 @@ def method_names() -> list[str]:
     return list(METHODS)
 
 
+def baseline_names() -> list[str]:
+    """The registered baselines (routers of ``quorum.baselines``), in registry order."""
+    return [n for n, target in METHODS.items() if target.startswith("quorum.baselines.")]
+
+
 def get_router_class(name: str) -> type[Router]:
     """The router class registered as ``name`` (case-insensitive)."""
     key = name.lower()
