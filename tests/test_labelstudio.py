@@ -130,6 +130,29 @@ def test_config_switch_and_token_from_environment(tmp_path, monkeypatch) -> None
     q.client.close()
 
 
+def test_server_and_token_minter_share_one_secret_key(tmp_path, monkeypatch) -> None:
+    """The server and the process that mints personal access tokens must sign with the same
+    key: fixed by us, passed to both, kept in ``.env`` (0600) for a restart, and read back
+    from an ``.env`` an earlier server left. (CI once ran where Label Studio could not write
+    ``.env``: each process drew its own key and every token was refused.)"""
+    monkeypatch.setenv("SECRET_KEY", "inherited-from-the-shell")
+    monkeypatch.setenv("HEARTEX_BASE_DATA_DIR", "/elsewhere")
+    a = LabelStudioServer(tmp_path / "a", executable=sys.executable)
+    env_a = a._env()
+    key = env_a["SECRET_KEY"]
+    assert len(key) >= 40 and key != "inherited-from-the-shell"
+    assert a._env()["SECRET_KEY"] == key and "HEARTEX_BASE_DATA_DIR" not in env_a
+    dotenv = tmp_path / "a" / ".env"
+    assert dotenv.stat().st_mode & 0o077 == 0
+    assert f"SECRET_KEY={key}" in dotenv.read_text()
+    # a new server object on the same folder keeps the key (its tokens stay valid)
+    assert LabelStudioServer(tmp_path / "a", executable=sys.executable)._env()["SECRET_KEY"] == key
+    # where .env cannot be written, the environment still carries one key to both processes
+    (tmp_path / "b" / ".env").mkdir(parents=True)
+    b = LabelStudioServer(tmp_path / "b", executable=sys.executable)
+    assert b._env()["SECRET_KEY"] == b._env()["SECRET_KEY"] != key
+
+
 # -- a real server ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def server():

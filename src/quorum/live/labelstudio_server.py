@@ -145,6 +145,7 @@ class LabelStudioServer:
             admin_email, secrets.token_urlsafe(16), token=secrets.token_hex(20)
         )
         self.proc: subprocess.Popen | None = None
+        self._secret_key = ""
 
     @property
     def url(self) -> str:
@@ -157,10 +158,45 @@ class LabelStudioServer:
     def __repr__(self) -> str:
         return f"LabelStudioServer(url={self.url!r}, data_dir={str(self.data_dir)!r})"
 
+    def _django_secret(self) -> str:
+        """The server's Django ``SECRET_KEY``, which also signs personal access tokens.
+
+        Label Studio generates one per process when none is set and shares it through
+        ``data_dir/.env`` only if writing that file works; the server and the process that
+        mints the tokens (:meth:`create_users`) then disagree and every token is refused
+        ("Token is invalid"). So we fix it ourselves: the key in ``.env`` if an earlier
+        server left one (its tokens stay valid), else a new random one written there
+        (mode 0600), and always passed to both processes through the environment."""
+        if self._secret_key:
+            return self._secret_key
+        path = self.data_dir / ".env"
+        key = ""
+        if path.is_file():
+            for line in path.read_text(errors="replace").splitlines():
+                name, _, value = line.strip().partition("=")
+                if name.strip() == "SECRET_KEY" and value.strip():
+                    key = value.strip()
+        if not key:
+            key = secrets.token_urlsafe(48)
+            try:
+                self.data_dir.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                with os.fdopen(fd, "a") as f:
+                    f.write(f"\nSECRET_KEY={key}\n")
+            except OSError:
+                pass  # the environment still carries it to both processes
+        self._secret_key = key
+        return key
+
     def _env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("LABEL_STUDIO_", "DJANGO"))}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("LABEL_STUDIO_", "HEARTEX_", "DJANGO")) and k != "SECRET_KEY"
+        }
         env.update(
             {
+                "SECRET_KEY": self._django_secret(),
                 "LABEL_STUDIO_BASE_DATA_DIR": str(self.data_dir),
                 "DATABASE_NAME": str(self.data_dir / "label_studio.sqlite3"),
                 "DJANGO_SETTINGS_MODULE": "label_studio.core.settings.label_studio",
@@ -271,7 +307,18 @@ class LabelStudioServer:
         if res.returncode != 0 or line is None:
             raise QuorumError(f"could not create Label Studio users: {res.stderr[-2000:]}")
         made = json.loads(line.removeprefix("QUORUM-USERS "))
-        return [
+        users = [
             LabelStudioUser(m["email"], p, m["id"], m["token"], m["pat"])
             for m, p in zip(made, pw, strict=True)
         ]
+        if self.proc is not None and self.proc.poll() is None:
+            for u in users:  # a token the server refuses is caught here, not in a test
+                r = httpx.post(
+                    f"{self.url}/api/token/refresh/", json={"refresh": u.pat}, timeout=30
+                )
+                if r.status_code != 200:
+                    raise QuorumError(
+                        f"Label Studio refused the new personal access token of {u.email} "
+                        f"(HTTP {r.status_code}); see {self.log_path}"
+                    )
+        return users
