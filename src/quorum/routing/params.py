@@ -79,6 +79,9 @@ class QuorumParams(BaseModel):
     label_model_vote: Literal["off", "skill", "skill+knn"] = "skill+knn"
     audit_llm_first: bool = True
     audit_rounds: int = Field(5, ge=1)
+    dollars_audit_plan: Literal["llm-first", "humans-instead", "check"] = "check"
+    audit_check_share: float = Field(0.25, gt=0.0, le=1.0)
+    audit_check_min: int = Field(50, ge=1)
     label_model_k: int = Field(10, ge=1)
     label_model_strength: float = Field(2.0, gt=0.0)
     label_model_fit: bool = True

@@ -194,6 +194,16 @@ class QuorumRouter(Router):
         most likely wrong under the label model (refitted each round). False: the ranking
         of ``auditor_rule`` from the calibration errors, humans instead of the LLM.
     audit_rounds : rounds of human labels when ``audit_llm_first`` (5).
+    dollars_audit_plan : the dollars audit path with ``audit_llm_first`` (ours). "llm-first":
+        as above; each human label then costs c_H on top of the LLM's c_l. "humans-instead":
+        each item gets one answer, a human's or the cheapest LLM's, so the money buys
+        c_H / (c_H - c_l) times as many humans; they go, in rounds, to the items whose
+        label model prior is least sure. "check" (default): "llm-first" on a random
+        ``audit_check_share`` of the items, then the plan the label model expects to fix
+        more errors with the money left (``info["audit_check"]``); samples below
+        ``audit_check_min`` items keep "llm-first".
+    audit_check_share, audit_check_min : the sample of "check" (0.25 of the items left
+        after calibration; at least 50 items).
     label_model_k, label_model_strength : neighbours and pseudo-counts of the label model.
     label_model_fit : choose the kNN prior's pseudo-counts by the leave-one-out likelihood
         of the human labels (:func:`~quorum.routing.label_model.fit_knn_strength`), so that
@@ -254,6 +264,9 @@ class QuorumRouter(Router):
         label_model_vote: str = "skill+knn",
         audit_llm_first: bool = True,
         audit_rounds: int = 5,
+        dollars_audit_plan: str = "check",
+        audit_check_share: float = 0.25,
+        audit_check_min: int = 50,
         label_model_k: int = 10,
         label_model_strength: float = 2.0,
         label_model_fit: bool = True,
@@ -301,6 +314,9 @@ class QuorumRouter(Router):
         self.label_model_vote = label_model_vote
         self.audit_llm_first = audit_llm_first
         self.audit_rounds = audit_rounds
+        self.dollars_audit_plan = dollars_audit_plan
+        self.audit_check_share = audit_check_share
+        self.audit_check_min = audit_check_min
         self.label_model_k = label_model_k
         self.label_model_strength = label_model_strength
         self.label_model_fit = label_model_fit
@@ -736,7 +752,14 @@ class _Run:
         rest = perm[~in_cal[perm]].astype(int)
         if self._adaptive_audit():
             self._calibration_errors(cal, cheap)
-            self._audit_adaptive(rest, cheap, None, trace_q=True)
+            plan, answered = self.cfg.dollars_audit_plan, np.zeros(0, dtype=int)
+            if plan == "check":
+                rest, answered, plan = self._audit_check(rest, cheap)
+            self.info["dollars_audit_plan"] = plan
+            if plan == "humans-instead":
+                self._audit_humans_instead(rest, cheap)
+            else:
+                self._audit_adaptive(rest, cheap, None, trace_q=True, answered=answered)
             return
         n_h = audit_human_count(
             self.budget.remaining,
@@ -1119,10 +1142,16 @@ class _Run:
         return 1.0 - self._label_posterior(pool).max(axis=1)
 
     def _audit_adaptive(
-        self, rest: np.ndarray, cheap: str, n_h: int | None, trace_q: bool = False
+        self,
+        rest: np.ndarray,
+        cheap: str,
+        n_h: int | None,
+        trace_q: bool = False,
+        answered: np.ndarray | None = None,
     ) -> None:
         """``audit_llm_first``: the cheapest LLM on every item of ``rest``, then humans in
-        ``audit_rounds`` rounds on the items whose label is likeliest wrong. ``trace_q``:
+        ``audit_rounds`` rounds on the items whose label is likeliest wrong (those of
+        ``rest`` and ``answered``, items the LLM has already answered). ``trace_q``:
         the trace keeps x_t and q_a(x_t) as in bandit routing (dollars, for the dashboard)."""
         cfg = self.cfg
         X = Q = None
@@ -1140,8 +1169,10 @@ class _Run:
         n_h = n_afford if n_h is None else min(n_h, n_afford)
         if self.budget.humans_left is not None:
             n_h = min(n_h, self.budget.humans_left)
-        n_h = max(0, min(n_h, len(rest)))
         pool = np.asarray(rest, dtype=int)
+        if answered is not None and len(answered):
+            pool = np.concatenate([np.asarray(answered, dtype=int), pool])
+        n_h = max(0, min(n_h, len(pool)))
         self.info["auditor_order"] = "label-model posterior, rounds"
         for size in np.diff(np.linspace(0, n_h, cfg.audit_rounds + 1).round().astype(int)):
             if size <= 0 or len(pool) == 0:
@@ -1154,6 +1185,97 @@ class _Run:
             for i in range(0, len(reqs), cfg.batch_size):
                 self.rec.annotate_many(reqs[i : i + cfg.batch_size], phase="route")
             pool = pool[~np.isin(pool, pick)]
+
+    def _audit_check(self, rest: np.ndarray, cheap: str) -> tuple[np.ndarray, np.ndarray, str]:
+        """``dollars_audit_plan="check"``: "llm-first" on a random sample first, then the plan
+        the label model expects to fix more errors with the money.
+
+        The cheapest LLM answers ``audit_check_share`` of ``rest`` (in random order), and
+        humans go to the sample's likeliest errors at the rate "llm-first" affords on all
+        items (n_f). With w_i = P(item i's label without a human is wrong) from the label
+        model, "llm-first" is expected to fix the n_f largest w_i, "humans-instead" the w_i
+        of the n_f c_H / (c_H - c_l) items whose prior p(y | x) is least sure (it picks
+        them before any LLM answer). The larger sum wins. Samples smaller than
+        ``audit_check_min`` items keep "llm-first". Returns the items left, the sample's
+        items the LLM answered and no human checked, and the plan."""
+        cfg = self.cfg
+        rest = np.asarray(rest, dtype=int)
+        c_l = self.rec.price(cheap)
+        m = int(np.ceil(cfg.audit_check_share * len(rest)))
+        if m < cfg.audit_check_min or self.c_h <= c_l:
+            return rest, np.zeros(0, dtype=int), "llm-first"
+        sample, rest = rest[:m], rest[m:]
+        afford = (self.budget.remaining - (m + len(rest)) * c_l) / self.c_h
+        n_s = int(max(0.0, afford) * m / (m + len(rest)) + 1e-9)
+        if self.budget.humans_left is not None:
+            n_s = min(n_s, self.budget.humans_left)
+        for t in sample:
+            self._log(int(t), "route", cheap, "llm", None, None)
+        reqs = [(self.ids[t], cheap) for t in sample]
+        for i in range(0, len(reqs), cfg.batch_size):
+            self.rec.annotate_many(reqs[i : i + cfg.batch_size], phase="route")
+        pick = np.zeros(0, dtype=int)
+        w = self._wrong_probability(sample)
+        hum, y_h = self._human_labelled()
+        u = 1.0 - self._label_prior(sample, hum, y_h).max(axis=1) if len(hum) else 0.0 * w
+        n_i = min(m, int(n_s * self.c_h / (self.c_h - c_l) + 1e-9))
+        first = float(np.sort(w)[::-1][:n_s].sum())
+        instead = float(w[np.argsort(-u, kind="stable")[:n_i]].sum())
+        if n_s > 0:
+            pick = sample[np.argsort(-w, kind="stable")[:n_s]]
+            for t in pick:
+                self._log(int(t), "route", self.human, "audit", None, None)
+            reqs = [(self.ids[t], self.human) for t in pick]
+            for i in range(0, len(reqs), cfg.batch_size):
+                self.rec.annotate_many(reqs[i : i + cfg.batch_size], phase="route")
+        plan = "llm-first" if first >= instead else "humans-instead"
+        self.info["audit_check"] = {
+            "sample": int(m),
+            "humans": len(pick),
+            "fixed_llm_first": round(first, 4),
+            "fixed_humans_instead": round(instead, 4),
+            "plan": plan,
+        }
+        answered = sample[~np.isin(sample, pick)]
+        return rest, answered, plan
+
+    def _audit_humans_instead(self, rest: np.ndarray, cheap: str) -> None:
+        """Dollars audit, ``dollars_audit_plan="humans-instead"``: every item of ``rest`` gets
+        one answer, a human's or the cheapest LLM's, so the money buys
+        (M - U c_l) / (c_H - c_l) humans; in ``audit_rounds`` rounds humans go to the items
+        whose label model prior p(y | x) is least sure (refitted after each round), and
+        the cheapest LLM answers the items left."""
+        cfg = self.cfg
+        pool = np.asarray(rest, dtype=int)
+        c_l = self.rec.price(cheap)
+        spare = self.budget.remaining - len(pool) * c_l
+        step = self.c_h - c_l
+        n_h = int(spare / step + 1e-9) if step > 0 and spare > 0 else 0
+        if self.budget.humans_left is not None:
+            n_h = min(n_h, self.budget.humans_left)
+        n_h = max(0, min(n_h, len(pool)))
+        self.info["auditor_order"] = "label-model prior, rounds"
+        L = len(self.p.task.labels or [])
+        for size in np.diff(np.linspace(0, n_h, cfg.audit_rounds + 1).round().astype(int)):
+            if size <= 0 or len(pool) == 0:
+                continue
+            hum, y_h = self._human_labelled()
+            if len(hum):
+                score = 1.0 - self._label_prior(pool, hum, y_h).max(axis=1)
+            else:
+                score = np.full(len(pool), 1.0 - 1.0 / max(L, 1))
+            pick = pool[np.argsort(-score, kind="stable")[:size]]
+            for t in pick:
+                self._log(int(t), "route", self.human, "audit", None, None)
+            reqs = [(self.ids[t], self.human) for t in pick]
+            for i in range(0, len(reqs), cfg.batch_size):
+                self.rec.annotate_many(reqs[i : i + cfg.batch_size], phase="route")
+            pool = pool[~np.isin(pool, pick)]
+        for t in pool:
+            self._log(int(t), "route", cheap, "llm", None, None)
+        reqs = [(self.ids[t], cheap) for t in pool]
+        for i in range(0, len(reqs), cfg.batch_size):
+            self.rec.annotate_many(reqs[i : i + cfg.batch_size], phase="route")
 
     def _final_votes(self) -> dict[int, str]:
         """``label_model_vote``: labels of the items without a human label, the argmax of
