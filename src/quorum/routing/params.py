@@ -81,7 +81,7 @@ class QuorumParams(BaseModel):
     audit_rounds: int = Field(5, ge=1)
     dollars_audit_plan: Literal["llm-first", "humans-instead", "check"] = "check"
     audit_check_share: float = Field(0.25, gt=0.0, le=1.0)
-    audit_check_min: int = Field(50, ge=1)
+    audit_check_min: int = Field(40, ge=2)
     label_model_k: int = Field(10, ge=1)
     label_model_strength: float = Field(2.0, gt=0.0)
     label_model_fit: bool = True

@@ -200,10 +200,10 @@ class QuorumRouter(Router):
         c_H / (c_H - c_l) times as many humans; they go, in rounds, to the items whose
         label model prior is least sure. "check" (default): "llm-first" on a random
         ``audit_check_share`` of the items, then the plan the label model expects to fix
-        more errors with the money left (``info["audit_check"]``); samples below
-        ``audit_check_min`` items keep "llm-first".
-    audit_check_share, audit_check_min : the sample of "check" (0.25 of the items left
-        after calibration; at least 50 items).
+        more errors with the money left (``info["audit_check"]``); where the sample would
+        get fewer than ``audit_check_min`` human labels the run keeps "llm-first".
+    audit_check_share, audit_check_min : the sample of "check": 0.25 of the items left
+        after calibration, and at least 40 human labels in it (20 to each plan's choice).
     label_model_k, label_model_strength : neighbours and pseudo-counts of the label model.
     label_model_fit : choose the kNN prior's pseudo-counts by the leave-one-out likelihood
         of the human labels (:func:`~quorum.routing.label_model.fit_knn_strength`), so that
@@ -266,7 +266,7 @@ class QuorumRouter(Router):
         audit_rounds: int = 5,
         dollars_audit_plan: str = "check",
         audit_check_share: float = 0.25,
-        audit_check_min: int = 50,
+        audit_check_min: int = 40,
         label_model_k: int = 10,
         label_model_strength: float = 2.0,
         label_model_fit: bool = True,
@@ -1190,50 +1190,64 @@ class _Run:
         """``dollars_audit_plan="check"``: "llm-first" on a random sample first, then the plan
         the label model expects to fix more errors with the money.
 
-        The cheapest LLM answers ``audit_check_share`` of ``rest`` (in random order), and
-        humans go to the sample's likeliest errors at the rate "llm-first" affords on all
-        items (n_f). With w_i = P(item i's label without a human is wrong) from the label
-        model, "llm-first" is expected to fix the n_f largest w_i, "humans-instead" the w_i
-        of the n_f c_H / (c_H - c_l) items whose prior p(y | x) is least sure (it picks
-        them before any LLM answer). The larger sum wins. Samples smaller than
-        ``audit_check_min`` items keep "llm-first". Returns the items left, the sample's
-        items the LLM answered and no human checked, and the plan."""
+        The cheapest LLM answers ``audit_check_share`` of ``rest`` (in random order), and the
+        sample gets the humans "llm-first" would afford on it: half go to the items whose
+        label is likeliest wrong given the LLM's answer (llm-first's choice), half to those
+        whose label model prior p(y | x) is least sure (humans-instead's choice, made
+        without the answer). Each half's share of labels the human changed (Beta(1, 1)),
+        p_first and p_instead, is what a human fixes there; "llm-first" goes on iff
+        p_first / c_H >= p_instead / (c_H - c_l), the fixes per unit of money (a human
+        bought instead of the LLM costs c_H - c_l more than the LLM alone). Where the
+        sample would get fewer than ``audit_check_min`` humans, nothing is sampled and the
+        run keeps "llm-first" (too few labels to tell). Returns the items left,
+        the sample's items the LLM answered and no human checked, and the plan."""
         cfg = self.cfg
         rest = np.asarray(rest, dtype=int)
         c_l = self.rec.price(cheap)
         m = int(np.ceil(cfg.audit_check_share * len(rest)))
-        if m < cfg.audit_check_min or self.c_h <= c_l:
-            return rest, np.zeros(0, dtype=int), "llm-first"
-        sample, rest = rest[:m], rest[m:]
-        afford = (self.budget.remaining - (m + len(rest)) * c_l) / self.c_h
-        n_s = int(max(0.0, afford) * m / (m + len(rest)) + 1e-9)
+        afford = (self.budget.remaining - len(rest) * c_l) / self.c_h if self.c_h > 0 else 0.0
+        n_s = int(max(0.0, afford) * m / max(len(rest), 1) + 1e-9)
         if self.budget.humans_left is not None:
             n_s = min(n_s, self.budget.humans_left)
+        if n_s < cfg.audit_check_min or self.c_h <= c_l:
+            return rest, np.zeros(0, dtype=int), "llm-first"
+        sample, rest = rest[:m], rest[m:]
         for t in sample:
             self._log(int(t), "route", cheap, "llm", None, None)
         reqs = [(self.ids[t], cheap) for t in sample]
         for i in range(0, len(reqs), cfg.batch_size):
             self.rec.annotate_many(reqs[i : i + cfg.batch_size], phase="route")
-        pick = np.zeros(0, dtype=int)
-        w = self._wrong_probability(sample)
+        labels = list(self.p.task.labels or [])
+        post = self._label_posterior(sample)
+        guess, w = post.argmax(axis=1), 1.0 - post.max(axis=1)
         hum, y_h = self._human_labelled()
         u = 1.0 - self._label_prior(sample, hum, y_h).max(axis=1) if len(hum) else 0.0 * w
-        n_i = min(m, int(n_s * self.c_h / (self.c_h - c_l) + 1e-9))
-        first = float(np.sort(w)[::-1][:n_s].sum())
-        instead = float(w[np.argsort(-u, kind="stable")[:n_i]].sum())
-        if n_s > 0:
-            pick = sample[np.argsort(-w, kind="stable")[:n_s]]
-            for t in pick:
-                self._log(int(t), "route", self.human, "audit", None, None)
-            reqs = [(self.ids[t], self.human) for t in pick]
-            for i in range(0, len(reqs), cfg.batch_size):
-                self.rec.annotate_many(reqs[i : i + cfg.batch_size], phase="route")
-        plan = "llm-first" if first >= instead else "humans-instead"
+        # half of the sample's humans to each plan's choice: the largest w (llm-first),
+        # the least sure prior (humans-instead, which does not see the LLM's answer)
+        by_w = np.argsort(-w, kind="stable")[: (n_s + 1) // 2]
+        order_u = np.argsort(-u, kind="stable")
+        by_u = order_u[~np.isin(order_u, by_w)][: n_s - len(by_w)]
+        pick = sample[np.concatenate([by_w, by_u])] if n_s > 0 else np.zeros(0, dtype=int)
+        for t in pick:
+            self._log(int(t), "route", self.human, "audit", None, None)
+        reqs = [(self.ids[t], self.human) for t in pick]
+        for i in range(0, len(reqs), cfg.batch_size):
+            self.rec.annotate_many(reqs[i : i + cfg.batch_size], phase="route")
+
+        def found(rows: np.ndarray) -> tuple[int, int]:
+            """(labels that the human changed, human labels) among the sample's ``rows``."""
+            y = label_indices([self.outputs(int(sample[j])).get(self.human) for j in rows], labels)
+            ok = y >= 0
+            return int((y[ok] != guess[rows][ok]).sum()), int(ok.sum())
+
+        (f_w, n_w), (f_u, n_u) = found(by_w), found(by_u)
+        p_w, p_u = (f_w + 1.0) / (n_w + 2.0), (f_u + 1.0) / (n_u + 2.0)
+        plan = "llm-first" if p_w / self.c_h >= p_u / (self.c_h - c_l) else "humans-instead"
         self.info["audit_check"] = {
             "sample": int(m),
             "humans": len(pick),
-            "fixed_llm_first": round(first, 4),
-            "fixed_humans_instead": round(instead, 4),
+            "fixed_llm_first": [f_w, n_w],
+            "fixed_humans_instead": [f_u, n_u],
             "plan": plan,
         }
         answered = sample[~np.isin(sample, pick)]

@@ -1,0 +1,162 @@
+"""The dollars audit path's plans (``dollars_audit_plan``): "llm-first", "humans-instead" and
+"check", on hand-made recorded answers (mechanics; the quality is measured on real data in
+docs/router.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from quorum.data.schema import AnnotatorSpec, Dataset, TaskSpec
+from quorum.routing.base import RoutingProblem
+from quorum.routing.budget import Budget
+from quorum.routing.params import QuorumParams
+from quorum.routing.quorum import QuorumRouter
+from quorum.routing.replay import RecordedSource
+
+PRICES = {"cheap": 0.01, "mid": 0.03, "dear": 0.05}
+C_H = 0.1
+
+
+def _dataset(
+    n: int, cheap_right: np.ndarray, seed: int = 0, gold: np.ndarray | None = None
+) -> Dataset:
+    """Binary labels (at random unless ``gold``); ``cheap`` right where ``cheap_right``, the
+    dearer LLMs at chance (so the panel is dominated and the run audits)."""
+    rng = np.random.default_rng(seed)
+    gold = rng.choice(["A", "B"], size=n) if gold is None else gold
+    flip = {"A": "B", "B": "A"}
+    items = pd.DataFrame({"item_id": [f"i{t}" for t in range(n)], "text": ["x"] * n})
+    items["gold"] = gold
+    rows = []
+    for name in PRICES:
+        right = cheap_right if name == "cheap" else rng.random(n) < 0.5
+        for t in range(n):
+            out = gold[t] if right[t] else flip[gold[t]]
+            rows.append({"item_id": f"i{t}", "annotator": name, "output": out})
+    task = TaskSpec(
+        name="plans",
+        type="classification",
+        labels=["A", "B"],
+        annotators=[AnnotatorSpec(name=a, price=p) for a, p in PRICES.items()],
+    )
+    return Dataset(task, items, pd.DataFrame(rows))
+
+
+def _problem(ds: Dataset, emb: np.ndarray) -> RoutingProblem:
+    n = ds.n_items
+    return RoutingProblem(
+        task=ds.task,
+        item_ids=ds.items["item_id"].to_numpy(),
+        phi=np.random.default_rng(1).random((n, 4)),
+        embeddings=emb,
+        setting="dollars",
+    )
+
+
+def _clusters(n: int, seed: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """Two tight clusters of unit vectors; the first half of the items in cluster 0."""
+    rng = np.random.default_rng(seed)
+    which = (np.arange(n) >= n // 2).astype(int)
+    centre = np.eye(8)[which]
+    emb = centre + 0.05 * rng.normal(size=(n, 8))
+    return emb / np.linalg.norm(emb, axis=1, keepdims=True), which
+
+
+def _route(ds, emb, frac, **params):
+    budget = Budget(frac * ds.n_items * C_H)
+    res = QuorumRouter(dollars_strategy="audit", **params).route(
+        _problem(ds, emb), RecordedSource(ds), budget, seed=0
+    )
+    return res, budget
+
+
+def _route_answers(res) -> pd.DataFrame:
+    ann = res.annotations
+    return ann[ann["phase"] == "route"]
+
+
+def test_params_validate_the_plan() -> None:
+    assert QuorumParams().dollars_audit_plan == "check"
+    with pytest.raises(ValueError, match="dollars_audit_plan"):
+        QuorumParams(dollars_audit_plan="sometimes")
+    with pytest.raises(ValueError, match="audit_check_share"):
+        QuorumParams(audit_check_share=0.0)
+
+
+def test_humans_instead_gives_each_item_one_answer_and_more_humans() -> None:
+    n = 400
+    emb, _ = _clusters(n)
+    ds = _dataset(n, np.random.default_rng(3).random(n) < 0.5)
+    first, b1 = _route(ds, emb, 0.5, dollars_audit_plan="llm-first")
+    inst, b2 = _route(ds, emb, 0.5, dollars_audit_plan="humans-instead")
+    assert inst.info["dollars_audit_plan"] == "humans-instead"
+    assert first.info["dollars_audit_plan"] == "llm-first"
+    for res, budget in ((first, b1), (inst, b2)):
+        assert res.cost <= budget.limit + 1e-9
+        assert res.labels["output"].notna().all()
+    # humans-instead: every routed item has exactly one answer, a human's or the cheap LLM's
+    routed = _route_answers(inst)
+    assert routed.groupby("item_id").size().eq(1).all()
+    assert set(routed["annotator"]) <= {"gold", "cheap"}
+    # the money buys c_H / (c_H - c_l) as many humans, less what rounding leaves
+    n_rest = routed["item_id"].nunique()
+    spare = b2.limit - (inst.cost - routed["cost"].sum()) - n_rest * PRICES["cheap"]
+    expect = int(spare / (C_H - PRICES["cheap"]) + 1e-9)
+    assert (routed["annotator"] == "gold").sum() == min(expect, n_rest)
+    assert inst.human_labels > first.human_labels
+    # llm-first: the cheap LLM answered every routed item, humans on top of it
+    r1 = _route_answers(first)
+    assert (r1["annotator"] == "cheap").sum() == r1["item_id"].nunique()
+
+
+def test_check_keeps_llm_first_where_the_llms_answer_shows_the_errors() -> None:
+    # labels follow the clusters 3 times in 4, the cheap LLM is right 85% of the time: its
+    # answer against its cluster's usual label marks the items whose label is in doubt,
+    # which the prior alone cannot see, so a human there changes more labels
+    n = 600
+    emb, which = _clusters(n)
+    rng = np.random.default_rng(7)
+    usual = np.where(which == 0, "A", "B")
+    gold = np.where(rng.random(n) < 0.75, usual, np.where(usual == "A", "B", "A"))
+    ds = _dataset(n, rng.random(n) < 0.85, gold=gold)
+    res, budget = _route(ds, emb, 0.5)
+    chk = res.info["audit_check"]
+    assert chk["plan"] == "llm-first" == res.info["dollars_audit_plan"]
+    (f_w, n_w), (f_u, n_u) = chk["fixed_llm_first"], chk["fixed_humans_instead"]
+    assert n_w + n_u == chk["humans"] > 0 and abs(n_w - n_u) <= 1  # half each
+    assert f_w / n_w > f_u / n_u  # llm-first's half found more of the LLM's errors
+    assert res.cost <= budget.limit + 1e-9
+    # no item is asked of the cheap LLM twice (the sample is not bought again)
+    cheap = res.annotations[res.annotations["annotator"] == "cheap"]
+    assert cheap["item_id"].is_unique
+    assert chk["sample"] == int(np.ceil(0.25 * _route_answers(res)["item_id"].nunique()))
+
+
+def test_check_buys_humans_instead_where_the_llm_is_at_chance() -> None:
+    # an LLM at chance with labels unrelated to the clusters: no answer says where the
+    # errors are, so more humans fix more
+    n = 400
+    emb, _ = _clusters(n)
+    ds = _dataset(n, np.random.default_rng(5).random(n) < 0.5)
+    res, budget = _route(ds, emb, 0.7)
+    chk = res.info["audit_check"]
+    assert chk["plan"] == "humans-instead" == res.info["dollars_audit_plan"]
+    (f_w, n_w), (f_u, n_u) = chk["fixed_llm_first"], chk["fixed_humans_instead"]
+    # about half of either half's labels were changed by the human: the answer says nothing
+    assert 0.3 < f_w / n_w < 0.7 and 0.3 < f_u / n_u < 0.7
+    assert res.cost <= budget.limit + 1e-9
+    cheap = res.annotations[res.annotations["annotator"] == "cheap"]
+    assert cheap["item_id"].is_unique
+    first, _ = _route(ds, emb, 0.7, dollars_audit_plan="llm-first")
+    assert res.human_labels > first.human_labels
+
+
+def test_check_is_skipped_where_the_sample_would_get_too_few_humans() -> None:
+    n = 200  # a quarter of the items at 30%: about 12 humans, fewer than 40
+    emb, which = _clusters(n)
+    ds = _dataset(n, which == 1)
+    res, _ = _route(ds, emb, 0.3)
+    assert "audit_check" not in res.info
+    assert res.info["dollars_audit_plan"] == "llm-first"
