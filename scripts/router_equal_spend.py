@@ -9,6 +9,9 @@ Usage:
       [--settings auditor,dollars] [--datasets a,b]
   # report: equal-spend standing of each QUORUM label against the baselines, per half
   python scripts/router_equal_spend.py report OUT.jsonl [--quorum quorum-new,quorum-old]
+  # from-bench: append the rows of a `quorum bench` run (its runs.csv) to OUT.jsonl, the
+  # QUORUM rows labelled LABEL (so two bench runs of two versions compare by half)
+  python scripts/router_equal_spend.py from-bench RUNS.csv OUT.jsonl --label quorum-new
 
 ``--label`` names the rows of a quorum run (a baseline's label is its method name), so
 several QUORUM variants, or QUORUM from another checkout (PYTHONPATH), share one file.
@@ -217,6 +220,32 @@ def _markdown(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def from_bench(args: argparse.Namespace) -> None:
+    runs = pd.read_csv(args.runs)
+    runs = runs[(runs["status"] == "ok") & (runs["variant"] == "ours")]
+    runs = runs[runs["params"].fillna("{}") == "{}"]  # the defaults, not the sensitivity rows
+    runs = runs.drop_duplicates(["dataset", "method", "setting", "budget", "seed"])
+    with Path(args.out).open("a") as f:
+        for r in runs.itertuples():
+            q = r.accuracy if pd.notna(r.accuracy) else r.rouge1
+            label = args.label if r.method == "quorum" else r.method
+            if r.method == "quorum-paper":
+                label = "quorum-paper"
+            rec = {
+                "label": label,
+                "dataset": r.dataset,
+                "setting": r.setting,
+                "budget": float(r.budget),
+                "seed": int(r.seed),
+                "q": float(q),
+                "cost": float(r.cost) + float(r.unpaid_cost if pd.notna(r.unpaid_cost) else 0),
+                "level": float(r.budget_limit),
+                "human_labels": int(r.human_labels),
+                "strategy": None,
+            }
+            f.write(json.dumps(rec) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sp = ap.add_subparsers(dest="cmd", required=True)
@@ -236,8 +265,12 @@ def main() -> None:
     p.add_argument("--cells", action="store_true")
     p.add_argument("--versus", default="", help="also compare with this method")
     p.add_argument("--seeds", type=int, default=0, help="only seeds below this (0: all)")
+    b = sp.add_parser("from-bench")
+    b.add_argument("runs")
+    b.add_argument("out")
+    b.add_argument("--label", default="quorum")
     args = ap.parse_args()
-    run(args) if args.cmd == "run" else report(args)
+    {"run": run, "report": report, "from-bench": from_bench}[args.cmd](args)
 
 
 if __name__ == "__main__":
