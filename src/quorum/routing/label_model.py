@@ -26,6 +26,7 @@ __all__ = [
     "fit_knn_strength",
     "knn_error_rate",
     "knn_label_probs",
+    "knn_neighbours",
     "label_indices",
     "one_coin_posterior",
 ]
@@ -41,11 +42,13 @@ def label_indices(outputs: Sequence[str | None], labels: Sequence[str]) -> np.nd
     return np.array([pos.get(o, -1) if o is not None else -1 for o in outputs], dtype=int)
 
 
-def _neighbours(
+def knn_neighbours(
     space: np.ndarray, query: np.ndarray, ref: np.ndarray, k: int, chunk: int = 1024
 ) -> tuple[np.ndarray, np.ndarray]:
     """Cosine similarities (>= 0) and positions in ``ref`` of the k nearest reference rows
-    of every query row (an item is never its own neighbour), ``chunk`` queries at a time."""
+    of every query row (an item is never its own neighbour), ``chunk`` queries at a time.
+    :func:`knn_label_probs` and :func:`knn_error_rate` take it as ``neighbours`` where the
+    caller has it already (the same query and reference items, the same k)."""
     kk = min(k, len(ref))
     R = np.asarray(space[ref], dtype=np.float32)
     s_out = np.zeros((len(query), kk))
@@ -62,10 +65,16 @@ def _neighbours(
 
 
 def _knn_counts(
-    space: np.ndarray, labelled: np.ndarray, y: np.ndarray, query: np.ndarray, n_labels: int, k: int
+    space: np.ndarray,
+    labelled: np.ndarray,
+    y: np.ndarray,
+    query: np.ndarray,
+    n_labels: int,
+    k: int,
+    neighbours: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Similarity-weighted label counts (n, n_labels) of the k nearest labelled items."""
-    s, nn = _neighbours(space, query, labelled, k)
+    s, nn = neighbours if neighbours is not None else knn_neighbours(space, query, labelled, k)
     c = np.zeros((len(query), n_labels))
     rows = np.repeat(np.arange(len(query)), nn.shape[1])
     np.add.at(c, (rows, y[nn].ravel()), s.ravel())
@@ -81,6 +90,7 @@ def knn_label_probs(
     *,
     k: int = 10,
     strength: float = 2.0,
+    neighbours: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """p_LM(y | x) for the rows ``query`` (n, n_labels).
 
@@ -107,7 +117,7 @@ def knn_label_probs(
     if len(labelled) == 0 or len(query) == 0:
         return np.full((len(query), n_labels), 1.0 / max(n_labels, 1))
     prior = (np.bincount(y, minlength=n_labels) + 1.0) / (len(y) + n_labels)
-    c, tot = _knn_counts(space, labelled, y, query, n_labels, k)
+    c, tot = _knn_counts(space, labelled, y, query, n_labels, k, neighbours)
     return (c + strength * prior[None, :]) / (tot + strength)
 
 
@@ -166,6 +176,7 @@ def knn_error_rate(
     *,
     k: int = 10,
     strength: float = 2.0,
+    neighbours: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """e(x): the similarity-weighted share of errors among the k nearest ``judged`` items
     (human-checked answers of the LLM), shrunk towards its overall error rate with
@@ -187,7 +198,7 @@ def knn_error_rate(
     overall = (err.sum() + 1.0) / (len(err) + 2.0)
     if len(query) == 0:
         return np.zeros(0)
-    s, nn = _neighbours(space, query, judged, k)
+    s, nn = neighbours if neighbours is not None else knn_neighbours(space, query, judged, k)
     num = (s * err[nn]).sum(axis=1) + strength * overall
     return num / (s.sum(axis=1) + strength)
 

@@ -53,6 +53,7 @@ from quorum.routing.label_model import (
     fit_knn_strength,
     knn_error_rate,
     knn_label_probs,
+    knn_neighbours,
     label_indices,
     one_coin_posterior,
 )
@@ -198,10 +199,10 @@ class QuorumRouter(Router):
         as above; each human label then costs c_H on top of the LLM's c_l. "humans-instead":
         each item gets one answer, a human's or the cheapest LLM's, so the money buys
         c_H / (c_H - c_l) times as many humans; they go, in rounds, to the items whose
-        label model prior is least sure. "check" (default): "llm-first" on a random
-        ``audit_check_share`` of the items, then the plan the label model expects to fix
-        more errors with the money left (``info["audit_check"]``); where the sample would
-        get fewer than ``audit_check_min`` human labels the run keeps "llm-first".
+        label model prior is least sure. "check" (default): both plans' choice of humans
+        on a random ``audit_check_share`` of the items, then the plan whose humans there
+        changed more labels per unit of money (``info["audit_check"]``); where the sample
+        would get fewer than ``audit_check_min`` human labels the run keeps "llm-first".
     audit_check_share, audit_check_min : the sample of "check": 0.25 of the items left
         after calibration, and at least 40 human labels in it (20 to each plan's choice).
     label_model_k, label_model_strength : neighbours and pseudo-counts of the label model.
@@ -411,6 +412,7 @@ class _Run:
         #: vote of each item that needed no tie-break: (its outputs, the result)
         self._votes: list[tuple[Mapping[str, str], int, tuple[str | None, float, int]] | None]
         self._votes = [None] * self.T
+        self._space: np.ndarray | None = None  # the label model's item vectors
         self.step = 0
         # exploration time: routing decisions so far (items in phases 1-2, picks in phase 3)
         self.t_explore = 0
@@ -1076,11 +1078,15 @@ class _Run:
         return fits
 
     def _label_space(self) -> np.ndarray:
-        """Unit-norm item vectors for the label model: the embeddings, else standardised phi."""
-        if self.p.embeddings is not None:
-            return np.asarray(self.p.embeddings, dtype=np.float64)
-        z = (self.phi - self.phi.mean(0)) / (self.phi.std(0) + 1e-9)
-        return z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-12)
+        """Unit-norm item vectors for the label model: the embeddings, else standardised phi
+        (computed once a run)."""
+        if self._space is None:
+            if self.p.embeddings is not None:
+                self._space = np.asarray(self.p.embeddings, dtype=np.float64)
+            else:
+                z = (self.phi - self.phi.mean(0)) / (self.phi.std(0) + 1e-9)
+                self._space = z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-12)
+        return self._space
 
     def _human_labelled(self) -> tuple[np.ndarray, np.ndarray]:
         """Items with a usable human label and its label index."""
@@ -1089,8 +1095,15 @@ class _Run:
         y = label_indices([self.outputs(t)[self.human] for t in idx], labels)
         return np.array(idx, dtype=int)[y >= 0], y[y >= 0]
 
-    def _label_prior(self, query: np.ndarray, hum: np.ndarray, y_h: np.ndarray) -> np.ndarray:
-        """p(y | x) of the label model (``label_model_vote``) for the items ``query``."""
+    def _label_prior(
+        self,
+        query: np.ndarray,
+        hum: np.ndarray,
+        y_h: np.ndarray,
+        neighbours: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> np.ndarray:
+        """p(y | x) of the label model (``label_model_vote``) for the items ``query``;
+        ``neighbours``: their k nearest items among ``hum``, if already searched."""
         cfg, L = self.cfg, len(self.p.task.labels or [])
         if cfg.label_model_vote == "skill+knn":
             space, strength = self._label_space(), cfg.label_model_strength
@@ -1098,7 +1111,14 @@ class _Run:
                 strength = fit_knn_strength(space, hum, y_h, L, k=cfg.label_model_k)
                 self.info["label_model_strength"] = strength
             return knn_label_probs(
-                space, hum, y_h, query, L, k=cfg.label_model_k, strength=strength
+                space,
+                hum,
+                y_h,
+                query,
+                L,
+                k=cfg.label_model_k,
+                strength=strength,
+                neighbours=neighbours,
             )
         freq = (np.bincount(y_h, minlength=L) + 1.0) / (len(y_h) + L)
         return np.repeat(freq[None, :], len(query), axis=0)
@@ -1117,6 +1137,15 @@ class _Run:
                 for a in self.llm_names
             ]
         )
+        # the k nearest human-labelled items of each of ``items``: searched once, shared
+        # by the kNN prior and by the error rate of every LLM that answered them all
+        found: list[tuple[np.ndarray, np.ndarray]] = []
+
+        def near() -> tuple[np.ndarray, np.ndarray]:
+            if not found:
+                found.append(knn_neighbours(space, np.asarray(items), hum, cfg.label_model_k))
+            return found[0]
+
         acc = np.ones((len(items), self.K))
         for k in range(self.K):
             if not (votes[items, k] >= 0).any():
@@ -1129,17 +1158,36 @@ class _Run:
                 items,
                 k=cfg.label_model_k,
                 strength=cfg.label_model_strength,
+                neighbours=near() if len(hum) and judged.all() and len(items) else None,
             )
             acc[:, k] = 1.0 - e
         if cfg.label_model_vote == "off" or len(hum) == 0:
             prior = np.full((len(items), len(labels)), 1.0 / len(labels))
         else:
-            prior = self._label_prior(items, hum, y_h)
+            knn = cfg.label_model_vote == "skill+knn" and len(items)
+            prior = self._label_prior(items, hum, y_h, near() if knn else None)
         return one_coin_posterior(prior, votes[items], acc)
 
     def _wrong_probability(self, pool: np.ndarray) -> np.ndarray:
         """P(the label an item of ``pool`` would get without a human is wrong)."""
         return 1.0 - self._label_posterior(pool).max(axis=1)
+
+    def _buy(
+        self,
+        items: np.ndarray,
+        arm: str,
+        mode: str,
+        X: np.ndarray | None = None,
+        Q: np.ndarray | None = None,
+    ) -> None:
+        """One answer of ``arm`` on each of ``items``: logged (with the rows of ``X`` and
+        ``Q`` as x_t and q_a(x_t) when given), then bought in batches."""
+        for i, t in enumerate(items):
+            x, q = (None, None) if X is None or Q is None else (X[i], Q[i])
+            self._log(int(t), "route", arm, mode, x, q)
+        reqs = [(self.ids[t], arm) for t in items]
+        for i in range(0, len(reqs), self.cfg.batch_size):
+            self.rec.annotate_many(reqs[i : i + self.cfg.batch_size], phase="route")
 
     def _audit_adaptive(
         self,
@@ -1159,12 +1207,7 @@ class _Run:
             b, p = self.budget.remaining_fraction, (self.T - len(rest)) / max(self.T, 1)
             X = self.contexts(rest, b, p, np.zeros((len(rest), self.K)))
             Q = np.column_stack([X @ self.post[a].mean_ for a in self.llm_names])
-        for i, t in enumerate(rest):
-            x, q = (None, None) if X is None or Q is None else (X[i], Q[i])
-            self._log(int(t), "route", cheap, "llm", x, q)
-        reqs = [(self.ids[t], cheap) for t in rest]
-        for i in range(0, len(reqs), cfg.batch_size):
-            self.rec.annotate_many(reqs[i : i + cfg.batch_size], phase="route")
+        self._buy(rest, cheap, "llm", X, Q)
         n_afford = int(self.budget.remaining / self.c_h + 1e-9) if self.c_h > 0 else len(rest)
         n_h = n_afford if n_h is None else min(n_h, n_afford)
         if self.budget.humans_left is not None:
@@ -1179,16 +1222,12 @@ class _Run:
                 continue
             score = self._wrong_probability(pool)
             pick = pool[np.argsort(-score, kind="stable")[:size]]
-            for t in pick:
-                self._log(int(t), "route", self.human, "audit", None, None)
-            reqs = [(self.ids[t], self.human) for t in pick]
-            for i in range(0, len(reqs), cfg.batch_size):
-                self.rec.annotate_many(reqs[i : i + cfg.batch_size], phase="route")
+            self._buy(pick, self.human, "audit")
             pool = pool[~np.isin(pool, pick)]
 
     def _audit_check(self, rest: np.ndarray, cheap: str) -> tuple[np.ndarray, np.ndarray, str]:
-        """``dollars_audit_plan="check"``: "llm-first" on a random sample first, then the plan
-        the label model expects to fix more errors with the money.
+        """``dollars_audit_plan="check"``: both plans' choice of humans on a random sample,
+        then the plan whose humans changed more labels there per unit of money.
 
         The cheapest LLM answers ``audit_check_share`` of ``rest`` (in random order), and the
         sample gets the humans "llm-first" would afford on it: half go to the items whose
@@ -1212,11 +1251,7 @@ class _Run:
         if n_s < cfg.audit_check_min or self.c_h <= c_l:
             return rest, np.zeros(0, dtype=int), "llm-first"
         sample, rest = rest[:m], rest[m:]
-        for t in sample:
-            self._log(int(t), "route", cheap, "llm", None, None)
-        reqs = [(self.ids[t], cheap) for t in sample]
-        for i in range(0, len(reqs), cfg.batch_size):
-            self.rec.annotate_many(reqs[i : i + cfg.batch_size], phase="route")
+        self._buy(sample, cheap, "llm")
         labels = list(self.p.task.labels or [])
         post = self._label_posterior(sample)
         guess, w = post.argmax(axis=1), 1.0 - post.max(axis=1)
@@ -1227,12 +1262,8 @@ class _Run:
         by_w = np.argsort(-w, kind="stable")[: (n_s + 1) // 2]
         order_u = np.argsort(-u, kind="stable")
         by_u = order_u[~np.isin(order_u, by_w)][: n_s - len(by_w)]
-        pick = sample[np.concatenate([by_w, by_u])] if n_s > 0 else np.zeros(0, dtype=int)
-        for t in pick:
-            self._log(int(t), "route", self.human, "audit", None, None)
-        reqs = [(self.ids[t], self.human) for t in pick]
-        for i in range(0, len(reqs), cfg.batch_size):
-            self.rec.annotate_many(reqs[i : i + cfg.batch_size], phase="route")
+        pick = sample[np.concatenate([by_w, by_u])]
+        self._buy(pick, self.human, "audit")
 
         def found(rows: np.ndarray) -> tuple[int, int]:
             """(labels that the human changed, human labels) among the sample's ``rows``."""
@@ -1279,17 +1310,9 @@ class _Run:
             else:
                 score = np.full(len(pool), 1.0 - 1.0 / max(L, 1))
             pick = pool[np.argsort(-score, kind="stable")[:size]]
-            for t in pick:
-                self._log(int(t), "route", self.human, "audit", None, None)
-            reqs = [(self.ids[t], self.human) for t in pick]
-            for i in range(0, len(reqs), cfg.batch_size):
-                self.rec.annotate_many(reqs[i : i + cfg.batch_size], phase="route")
+            self._buy(pick, self.human, "audit")
             pool = pool[~np.isin(pool, pick)]
-        for t in pool:
-            self._log(int(t), "route", cheap, "llm", None, None)
-        reqs = [(self.ids[t], cheap) for t in pool]
-        for i in range(0, len(reqs), cfg.batch_size):
-            self.rec.annotate_many(reqs[i : i + cfg.batch_size], phase="route")
+        self._buy(pool, cheap, "llm")
 
     def _final_votes(self) -> dict[int, str]:
         """``label_model_vote``: labels of the items without a human label, the argmax of
