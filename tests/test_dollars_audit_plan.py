@@ -160,3 +160,27 @@ def test_check_is_skipped_where_the_sample_would_get_too_few_humans() -> None:
     res, _ = _route(ds, emb, 0.3)
     assert "audit_check" not in res.info
     assert res.info["dollars_audit_plan"] == "llm-first"
+
+
+def test_shared_neighbour_search_gives_the_same_label_model() -> None:
+    # the router searches the k nearest human-labelled items once and hands them to the
+    # kNN prior and to the error rate: the same numbers as each searching on its own
+    from quorum.routing.label_model import knn_error_rate, knn_label_probs, knn_neighbours
+
+    rng = np.random.default_rng(0)
+    space = rng.normal(size=(300, 16))
+    space /= np.linalg.norm(space, axis=1, keepdims=True)
+    labelled = rng.choice(300, 120, replace=False)
+    y = rng.integers(0, 3, 120)
+    err = rng.random(120) < 0.3
+    query = np.setdiff1d(np.arange(300), labelled)[:100]
+    nb = knn_neighbours(space, query, labelled, 7)
+    own = knn_label_probs(space, labelled, y, query, 3, k=7, strength=2.0)
+    shared = knn_label_probs(space, labelled, y, query, 3, k=7, strength=2.0, neighbours=nb)
+    assert np.array_equal(own, shared)
+    own_e = knn_error_rate(space, labelled, err, query, k=7)
+    assert np.array_equal(own_e, knn_error_rate(space, labelled, err, query, k=7, neighbours=nb))
+    # not vacuous: other neighbours (k = 3) give other numbers
+    nb3 = knn_neighbours(space, query, labelled, 3)
+    assert nb3[1].shape == (100, 3)
+    assert not np.array_equal(own, knn_label_probs(space, labelled, y, query, 3, neighbours=nb3))
