@@ -411,3 +411,61 @@ def test_money_is_exact_in_status_and_export(tmp_path, shared_data_dir) -> None:
     assert "spent $0.3 | budget left $0" in st["line"]
     ex = export_frame(load_project(proj))
     assert Decimal(st["spent"]) == sum(Decimal(str(c)) for c in ex["cost"])
+
+
+def test_dollars_audit_check_with_a_team_answering_while_the_run_waits(
+    tmp_path, shared_data_dir, monkeypatch
+) -> None:
+    """The default router's dollars audit "check" (issue 14) through the live path: its
+    sample's human tasks go to a scripted team while the run waits, and the run decides
+    only when the answers are in. Its labels, human items and spend equal those of the same
+    project whose human is the gold column answering on demand; every answer is paid once."""
+    import quorum.routing.quorum as qr
+
+    infos: list[dict] = []
+    route = qr.QuorumRouter.route
+
+    def spy(self, *args, **kwargs):
+        res = route(self, *args, **kwargs)
+        infos.append(dict(res.info))
+        return res
+
+    monkeypatch.setattr(qr.QuorumRouter, "route", spy)
+    # a sample of 4 humans is enough to decide here (40 by default), so 200 items do
+    base = {"name": "chk", "features": "light", "seed": 3, "task": SST2_TASK,
+            "budget": {"limit": 1.2}, "human_price": 0.02,
+            "method_params": {"dollars_strategy": "audit", "audit_check_min": 4}}  # fmt: skip
+    gold_proj = write_project(
+        tmp_path / "gold", {**base, "items": sst2_items(shared_data_dir, 200), "annotators": LOCAL}
+    )
+    s_gold = annotate(load_project(gold_proj), quiet=True)
+    assert s_gold.status == "finished"
+    check = infos[-1]["audit_check"]
+    assert infos[-1]["dollars_audit_plan"] == check["plan"] and check["humans"] >= 4
+    team_proj = write_project(
+        tmp_path / "team",
+        {**base, "items": {**sst2_items(shared_data_dir, 200), "gold_column": None},
+         "annotators": [*LOCAL, {"name": "team", "kind": "human", "price": 0.02}]},
+    )  # fmt: skip
+    cfg = load_project(team_proj)
+    team = Team(cfg.queue_dir, _gold(shared_data_dir))
+    try:
+        r = quorum("annotate", str(team_proj), "--wait", "90")
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert "run 1: finished" in r.stdout, r.stdout
+        assert "waiting up to" in r.stderr, r.stderr[-3000:]  # it waited for the team
+    finally:
+        team.close()
+    tasks = _tasks(cfg)
+    assert len(tasks) > check["humans"] and (tasks["status"] == "answered").all()
+    con = sqlite3.connect(cfg.ledger_path)
+    human_calls = pd.read_sql_query("SELECT * FROM calls WHERE annotator='team'", con)
+    con.close()
+    assert len(human_calls) == len(tasks) and (human_calls["cost"] == 0.02).all()
+    st = status(cfg)
+    assert st["held_for_humans"] == "0" and st["labels_final"] and st["labelled"] == 200
+    assert Decimal(st["spent"]) <= Decimal("1.2")
+    assert st["spent"] == status(load_project(gold_proj))["spent"]
+    la = export_frame(load_project(gold_proj)).set_index("item_id")
+    lb = export_frame(cfg).set_index("item_id")
+    assert la["label"].equals(lb["label"]) and la["human"].equals(lb["human"])
