@@ -64,12 +64,34 @@ def _pending(cfg) -> list[str]:
     return pd.read_csv(p, dtype=str)["item_id"].tolist() if p.is_file() else []
 
 
-def _tasks(cfg) -> pd.DataFrame:
+def _ledger(cfg, sql: str) -> pd.DataFrame:
     con = sqlite3.connect(cfg.ledger_path)
     try:
-        return pd.read_sql_query("SELECT * FROM human_queue", con)
+        return pd.read_sql_query(sql, con)
     finally:
         con.close()
+
+
+def _tasks(cfg) -> pd.DataFrame:
+    return _ledger(cfg, "SELECT * FROM human_queue")
+
+
+def _gold_and_team(tmp_path: Path, data_dir: Path, base: dict, n: int) -> tuple[Path, Path]:
+    """Two projects on the same ``n`` items: the gold column as the human answering on
+    demand, and a ``team`` (price 0.02) answering from the file queue."""
+    gold = write_project(tmp_path / "gold", {**base, "items": sst2_items(data_dir, n),
+                                             "annotators": LOCAL})  # fmt: skip
+    team = write_project(
+        tmp_path / "team",
+        {**base, "items": {**sst2_items(data_dir, n), "gold_column": None},
+         "annotators": [*LOCAL, {"name": "team", "kind": "human", "price": 0.02}]},
+    )  # fmt: skip
+    return gold, team
+
+
+def _human_calls(cfg) -> pd.DataFrame:
+    """The ledger's calls of the human arm ``team``."""
+    return _ledger(cfg, "SELECT * FROM calls WHERE annotator='team'")
 
 
 class Team:
@@ -109,16 +131,9 @@ def test_default_router_human_team_every_answer_used(tmp_path, shared_data_dir) 
     project whose human is the gold column answering on demand."""
     base = {"name": "team", "features": "light", "seed": 3, "task": SST2_TASK,
             "budget": {"limit": 0.9}, "human_price": 0.02}  # fmt: skip
-    gold_proj = write_project(
-        tmp_path / "gold", {**base, "items": sst2_items(shared_data_dir, 60), "annotators": LOCAL}
-    )
+    gold_proj, team_proj = _gold_and_team(tmp_path, shared_data_dir, base, 60)
     res = quorum("annotate", str(gold_proj), "--quiet")
     assert res.returncode == 0, res.stderr[-3000:]
-    team_proj = write_project(
-        tmp_path / "team",
-        {**base, "items": {**sst2_items(shared_data_dir, 60), "gold_column": None},
-         "annotators": [*LOCAL, {"name": "team", "kind": "human", "price": 0.02}]},
-    )  # fmt: skip
     cfg = load_project(team_proj)
     assert cfg.method == "quorum"
     team = Team(cfg.queue_dir, _gold(shared_data_dir), rounds=1)
@@ -149,9 +164,7 @@ def test_default_router_human_team_every_answer_used(tmp_path, shared_data_dir) 
     # every answer written is attached to its task, with who gave it, and paid once
     assert sorted(tasks["item_id"]) == sorted(team.done)
     assert (tasks["status"] == "answered").all() and tasks["answered_by"].notna().all()
-    con = sqlite3.connect(cfg.ledger_path)
-    human_calls = pd.read_sql_query("SELECT * FROM calls WHERE annotator='team'", con)
-    con.close()
+    human_calls = _human_calls(cfg)
     assert len(human_calls) == len(tasks) and (human_calls["status"] == "ok").all()
     assert (human_calls["cost"] == 0.02).all()
     st = status(cfg)
@@ -435,18 +448,11 @@ def test_dollars_audit_check_with_a_team_answering_while_the_run_waits(
     base = {"name": "chk", "features": "light", "seed": 3, "task": SST2_TASK,
             "budget": {"limit": 1.2}, "human_price": 0.02,
             "method_params": {"dollars_strategy": "audit", "audit_check_min": 4}}  # fmt: skip
-    gold_proj = write_project(
-        tmp_path / "gold", {**base, "items": sst2_items(shared_data_dir, 200), "annotators": LOCAL}
-    )
+    gold_proj, team_proj = _gold_and_team(tmp_path, shared_data_dir, base, 200)
     s_gold = annotate(load_project(gold_proj), quiet=True)
     assert s_gold.status == "finished"
     check = infos[-1]["audit_check"]
     assert infos[-1]["dollars_audit_plan"] == check["plan"] and check["humans"] >= 4
-    team_proj = write_project(
-        tmp_path / "team",
-        {**base, "items": {**sst2_items(shared_data_dir, 200), "gold_column": None},
-         "annotators": [*LOCAL, {"name": "team", "kind": "human", "price": 0.02}]},
-    )  # fmt: skip
     cfg = load_project(team_proj)
     team = Team(cfg.queue_dir, _gold(shared_data_dir))
     try:
@@ -458,9 +464,7 @@ def test_dollars_audit_check_with_a_team_answering_while_the_run_waits(
         team.close()
     tasks = _tasks(cfg)
     assert len(tasks) > check["humans"] and (tasks["status"] == "answered").all()
-    con = sqlite3.connect(cfg.ledger_path)
-    human_calls = pd.read_sql_query("SELECT * FROM calls WHERE annotator='team'", con)
-    con.close()
+    human_calls = _human_calls(cfg)
     assert len(human_calls) == len(tasks) and (human_calls["cost"] == 0.02).all()
     st = status(cfg)
     assert st["held_for_humans"] == "0" and st["labels_final"] and st["labelled"] == 200
