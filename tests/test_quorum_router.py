@@ -84,6 +84,20 @@ def test_dollars_run_is_deterministic_per_seed():
     pd.testing.assert_frame_equal(a.labels, b.labels)
     pd.testing.assert_frame_equal(a.annotations, b.annotations)
     assert a.trace["arm"].tolist() == b.trace["arm"].tolist()
+    # another seed asks other items (too few items for a panel check: the audit path)
+    assert a.info["dollars_strategy"] == "audit"
+    asked = {(r.item_id, r.annotator) for r in a.annotations.itertuples()}
+    assert asked != {(r.item_id, r.annotator) for r in c.annotations.itertuples()}
+
+
+def test_dollars_bandit_run_is_deterministic_per_seed():
+    ds = make_dataset(80)
+    a, _ = run(ds, seed=3, probe_min=0)
+    b, _ = run(ds, seed=3, probe_min=0)
+    c, _ = run(ds, seed=4, probe_min=0)
+    assert a.info["dollars_strategy"] == "bandit"
+    pd.testing.assert_frame_equal(a.labels, b.labels)
+    assert a.trace["arm"].tolist() == b.trace["arm"].tolist()
     assert a.trace["arm"].tolist() != c.trace["arm"].tolist()
 
 
@@ -96,7 +110,7 @@ def test_auditor_run_is_deterministic_per_seed():
 
 def test_every_item_is_labelled_and_calibration_uses_humans():
     ds = make_dataset(100)
-    res, budget = run(ds, frac=0.5)
+    res, budget = run(ds, frac=0.5, probe_min=0)
     assert res.labels["output"].notna().all()
     cal = res.annotations[res.annotations["phase"] == "calibration"]
     # calibration items get the human and every LLM
@@ -291,8 +305,10 @@ def test_dead_arm_is_left_out():
 def test_weak_panel_is_audited_and_strong_panel_is_routed():
     # dearer LLMs barely better than the cheapest: a human label buys more accuracy per
     # unit of money, so "auto" audits; clearly better dearer LLMs keep the bandit
-    weak, _ = run(make_dataset(300, acc=(0.30, 0.34, 0.36)), frac=0.7, audit_llm_first=False)
-    strong, _ = run(make_dataset(300, acc=(0.30, 0.97, 0.98)), frac=0.7)
+    weak, _ = run(
+        make_dataset(300, acc=(0.30, 0.34, 0.36)), frac=0.7, audit_llm_first=False, probe_min=0
+    )
+    strong, _ = run(make_dataset(300, acc=(0.30, 0.97, 0.98)), frac=0.7, probe_min=0)
     assert weak.info["panel_dominated"] and weak.info["dollars_strategy"] == "audit"
     assert not strong.info["panel_dominated"] and strong.info["dollars_strategy"] == "bandit"
     # audit: only the human and the cheapest LLM after calibration, and no extra phase
@@ -360,6 +376,10 @@ def test_new_parameters_are_validated():
         QuorumRouter(dominance_z=-1)
     with pytest.raises(ValueError, match="pessimism"):
         QuorumRouter(pessimism=-0.5)
+    with pytest.raises(ValueError, match="probe_min"):
+        QuorumRouter(probe_min=-1)
+    with pytest.raises(ValueError, match="summary_audit"):
+        QuorumRouter(summary_audit="centroid")
 
 
 def test_weak_summary_panel_is_audited():
@@ -394,3 +414,57 @@ def test_audit_never_picks_a_dead_cheapest_endpoint():
     assert "llm0" not in set(after["annotator"])
     assert res.info["dollars_strategy"] == "bandit"
     assert res.labels["output"].notna().all()
+
+
+def test_a_probe_too_small_to_tell_is_skipped_and_its_money_buys_humans():
+    ds = make_dataset(300, acc=(0.30, 0.34, 0.36))
+    res, budget = run(ds, frac=0.7)  # a probe of ~11 items, below probe_min = 40
+    probed, _ = run(ds, frac=0.7, probe_min=0)
+    assert res.info["panel_check"].startswith("skipped")
+    assert res.info["dollars_strategy"] == "audit" and res.info["n_calibration"] == 0
+    assert "panel_check" not in probed.info and probed.info["n_calibration"] > 0
+    # no item got every LLM's answer: only the cheapest LLM and the human were asked
+    assert set(res.annotations["annotator"]) == {"gold", "llm0"}
+    assert (res.annotations["phase"] != "calibration").all()
+    assert res.human_labels > probed.human_labels
+    assert res.cost <= budget.limit + 1e-9 and res.labels["output"].notna().all()
+
+
+def _summaries(n: int = 120):
+    from baselines_fakes import make_dataset as make_fake
+
+    rng = np.random.default_rng(0)
+    words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"]
+    refs = [" ".join(rng.choice(words, 5)) for _ in range(n)]
+    outs = {a: [" ".join(rng.choice(words, 5)) for _ in range(n)] for a in ("c", "m", "s")}
+    return make_fake(refs, outs, {"c": 0.01, "m": 0.03, "s": 0.05}, summarization=True)
+
+
+@pytest.mark.parametrize("setting", ["auditor", "dollars"])
+def test_summaries_audit_a_random_sample_without_asking_the_llm_there(setting):
+    from baselines_fakes import auditor_budget, source_of
+    from baselines_fakes import make_problem as make_fake_problem
+
+    ds, n_h = _summaries(), 48
+    prob = make_fake_problem(ds, setting, human_budget=n_h if setting == "auditor" else None)
+
+    def route(seed: int = 0, **params):
+        router, src = QuorumRouter(**params), source_of(ds, True)
+        if setting == "auditor":
+            budget = auditor_budget(prob, router, src, n_h)
+        else:  # money for n_h humans instead of the cheapest LLM, and the LLM on the rest
+            budget = Budget(n_h * 0.1 + (ds.n_items - n_h) * 0.01)
+        return router.route(prob, src, budget, seed=seed)
+
+    res = route()
+    per_item = res.annotations.groupby("item_id")["annotator"].agg(set)
+    assert (per_item.map(len) == 1).all() and len(per_item) == ds.n_items
+    assert res.human_labels == n_h and res.llm_calls == ds.n_items - n_h
+    assert set(res.annotations["annotator"]) == {"gold", "c"}
+    assert res.info["auditor_order"] == "random (summary_audit)"
+    again = route(seed=1)
+    assert again.human_labels == n_h
+    humans = set(res.labels.loc[res.labels["human"], "item_id"])
+    assert humans != set(again.labels.loc[again.labels["human"], "item_id"])
+    cal = route(summary_audit="calibrated", probe_min=0).annotations
+    assert (cal["phase"] == "calibration").any()

@@ -71,9 +71,11 @@ class QuorumParams(BaseModel):
     auditor_k: int = Field(10, ge=1)
     auditor_max_pairs: int = Field(2**29, ge=1)
     summary_error_quantile: float = Field(0.5, ge=0.0, le=1.0)
+    summary_audit: Literal["random", "calibrated"] = "random"
     auditor_cost_match: bool = False
     dollars_strategy: Literal["auto", "audit", "bandit"] = "auto"
     probe_share: float = Field(0.5, gt=0.0, le=1.0)
+    probe_min: int = Field(40, ge=0)
     dominance_z: float = Field(2.0, ge=0.0)
     # the label model learned from the human labels bought so far (ours, issue 14)
     label_model_vote: Literal["off", "skill", "skill+knn"] = "skill+knn"
