@@ -4,6 +4,8 @@ docs/router.md)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -184,3 +186,44 @@ def test_shared_neighbour_search_gives_the_same_label_model() -> None:
     nb3 = knn_neighbours(space, query, labelled, 3)
     assert nb3[1].shape == (100, 3)
     assert not np.array_equal(own, knn_label_probs(space, labelled, y, query, 3, neighbours=nb3))
+
+
+def _route_auditor(ds, emb, frac, **params):
+    """Auditor setting: round(frac T) human labels, the limit B c_H + T c_l."""
+    n_h = round(frac * ds.n_items)
+    prob = replace(_problem(ds, emb), setting="auditor", human_budget=n_h)
+    budget = Budget(n_h * C_H + ds.n_items * PRICES["cheap"], human_limit=n_h)
+    res = QuorumRouter(**params).route(prob, RecordedSource(ds), budget, seed=0)
+    return res, budget, n_h
+
+
+def test_auditor_check_buys_humans_instead_where_the_llm_is_at_chance() -> None:
+    # the auditor's human labels are a count: humans instead of the LLM keep the count and
+    # save the LLM's price on each, which is what the check weighs
+    n = 400
+    emb, _ = _clusters(n)
+    ds = _dataset(n, np.random.default_rng(5).random(n) < 0.5)
+    res, budget, n_h = _route_auditor(ds, emb, 0.7)
+    first, _, _ = _route_auditor(ds, emb, 0.7, auditor_audit_plan="llm-first")
+    assert res.info["audit_check"]["plan"] == "humans-instead" == res.info["auditor_audit_plan"]
+    assert first.info["auditor_audit_plan"] == "llm-first" and "audit_check" not in first.info
+    assert res.human_labels == first.human_labels == n_h
+    # the LLM was not asked on most human-labelled items: the run spent less
+    assert res.llm_calls < first.llm_calls == n
+    assert res.cost < first.cost <= budget.limit + 1e-9
+    assert res.labels["output"].notna().all()
+
+
+def test_auditor_check_keeps_llm_first_where_the_llms_answer_shows_the_errors() -> None:
+    n = 600
+    emb, which = _clusters(n)
+    rng = np.random.default_rng(7)
+    usual = np.where(which == 0, "A", "B")
+    gold = np.where(rng.random(n) < 0.75, usual, np.where(usual == "A", "B", "A"))
+    ds = _dataset(n, rng.random(n) < 0.85, gold=gold)
+    res, budget, n_h = _route_auditor(ds, emb, 0.5)
+    assert res.info["audit_check"]["plan"] == "llm-first" == res.info["auditor_audit_plan"]
+    assert res.human_labels == n_h and res.llm_calls == n
+    assert res.cost <= budget.limit + 1e-9
+    with pytest.raises(ValueError, match="auditor_audit_plan"):
+        QuorumParams(auditor_audit_plan="sometimes")

@@ -468,3 +468,18 @@ def test_summaries_audit_a_random_sample_without_asking_the_llm_there(setting):
     assert humans != set(again.labels.loc[again.labels["human"], "item_id"])
     cal = route(summary_audit="calibrated", probe_min=0).annotations
     assert (cal["phase"] == "calibration").any()
+
+
+def test_the_probe_is_a_random_sample_unless_asked_for_the_uncertainty_order():
+    ds = make_dataset(300, acc=(0.30, 0.34, 0.36))
+
+    def probe(seed, **params):
+        res, _ = run(ds, frac=0.7, seed=seed, probe_min=0, **params)
+        cal = res.annotations[res.annotations["phase"] == "calibration"]
+        assert len(cal) and res.info["n_calibration"] == cal["item_id"].nunique()
+        return set(cal["item_id"])
+
+    assert probe(0) != probe(1)  # a fresh random sample per seed
+    assert probe(0, probe_order="uncertainty") == probe(1, probe_order="uncertainty")
+    with pytest.raises(ValueError, match="probe_order"):
+        QuorumRouter(probe_order="first")

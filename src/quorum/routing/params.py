@@ -75,6 +75,7 @@ class QuorumParams(BaseModel):
     auditor_cost_match: bool = False
     dollars_strategy: Literal["auto", "audit", "bandit"] = "auto"
     probe_share: float = Field(0.5, gt=0.0, le=1.0)
+    probe_order: Literal["uncertainty", "random"] = "random"
     probe_min: int = Field(40, ge=0)
     dominance_z: float = Field(2.0, ge=0.0)
     # the label model learned from the human labels bought so far (ours, issue 14)
@@ -82,6 +83,7 @@ class QuorumParams(BaseModel):
     audit_llm_first: bool = True
     audit_rounds: int = Field(5, ge=1)
     dollars_audit_plan: Literal["llm-first", "humans-instead", "check"] = "check"
+    auditor_audit_plan: Literal["llm-first", "humans-instead", "check"] = "check"
     audit_check_share: float = Field(0.25, gt=0.0, le=1.0)
     audit_check_min: int = Field(40, ge=2)
     label_model_k: int = Field(10, ge=1)

@@ -180,6 +180,10 @@ class QuorumRouter(Router):
         human summary and an error is a similarity below ``summary_error_quantile``.
     probe_share : "auto"/"audit": share of the calibration items calibrated before the
         panel check (ours: 0.5); "audit" stops there, "bandit" calibrates the rest.
+    probe_order : "auto"/"audit": the order in which calibration items are drawn.
+        "random" (ours, default): a random sample, so the panel check's accuracies and the
+        label model's first labels are unbiased; "uncertainty": ``calibration_order``
+        (Mahalanobis distance first), as ``dollars_strategy="bandit"`` does.
     probe_min : "auto": the fewest probe items worth a panel check (ours: 40). A smaller
         probe (money for 1 to ``probe_min / probe_share`` calibration items) is
         skipped and the run audits with the cheapest LLM (``info["panel_check"]``): each
@@ -215,6 +219,11 @@ class QuorumRouter(Router):
         on a random ``audit_check_share`` of the items, then the plan whose humans there
         changed more labels per unit of money (``info["audit_check"]``); where the sample
         would get fewer than ``audit_check_min`` human labels the run keeps "llm-first".
+    auditor_audit_plan : the same choice in the auditor setting (labels; ours, default
+        "check"). The human labels are a count there, so both plans buy the same number;
+        "humans-instead" saves the LLM's price on each of them, and the check weighs that
+        saving with the same rule (a human bought instead of the LLM costs c_H - c_l).
+        ``info["auditor_audit_plan"]`` is the plan taken.
     audit_check_share, audit_check_min : the sample of "check": 0.25 of the items left
         after calibration, and at least 40 human labels in it (20 to each plan's choice).
     label_model_k, label_model_strength : neighbours and pseudo-counts of the label model.
@@ -273,6 +282,7 @@ class QuorumRouter(Router):
         dollars_strategy: str = "auto",
         probe_share: float = 0.5,
         probe_min: int = 40,
+        probe_order: str = "random",
         dominance_z: float = 2.0,
         batch_size: int = 256,
         agreement_reward_value: str = "calibrated",
@@ -280,6 +290,7 @@ class QuorumRouter(Router):
         audit_llm_first: bool = True,
         audit_rounds: int = 5,
         dollars_audit_plan: str = "check",
+        auditor_audit_plan: str = "check",
         audit_check_share: float = 0.25,
         audit_check_min: int = 40,
         label_model_k: int = 10,
@@ -325,6 +336,7 @@ class QuorumRouter(Router):
         self.dollars_strategy = dollars_strategy
         self.probe_share = probe_share
         self.probe_min = probe_min
+        self.probe_order = probe_order
         self.dominance_z = dominance_z
         self.batch_size = batch_size
         self.agreement_reward_value = agreement_reward_value
@@ -332,6 +344,7 @@ class QuorumRouter(Router):
         self.audit_llm_first = audit_llm_first
         self.audit_rounds = audit_rounds
         self.dollars_audit_plan = dollars_audit_plan
+        self.auditor_audit_plan = auditor_audit_plan
         self.audit_check_share = audit_check_share
         self.audit_check_min = audit_check_min
         self.label_model_k = label_model_k
@@ -628,7 +641,6 @@ class _Run:
         n_cal = calibration_size(
             B, T, self.c, self.c_h, cfg.calibration_share, cfg.calibration_budget
         )
-        order = calibration_order(self.phi) if n_cal else []
         check = cfg.dollars_strategy != "bandit"
         # "auto"/"audit" first calibrate a probe, and only "bandit" needs the rest
         n_probe = probe_size(n_cal, cfg.probe_share) if check else n_cal
@@ -638,6 +650,12 @@ class _Run:
             self.info["dollars_strategy"] = "audit"
             self._audit_rest([], self._audit_cheap())
             return
+        if not n_cal:
+            order = np.zeros(0, dtype=int)
+        elif check and cfg.probe_order == "random":
+            order = self.rng.permutation(T)[:n_cal]
+        else:
+            order = calibration_order(self.phi)
         cal = self._calibrate([int(t) for t in order[:n_probe]])
         if check:
             cheap, dominated = self._panel_check(cal)
@@ -1051,8 +1069,15 @@ class _Run:
         judged, errs = self._calibration_errors(cal, cheap)
         rest = order[n_cal:].astype(int)
         n_h = B - len(cal)
-        if self._adaptive_audit():  # the LLM on every item: within B c_H + T c_min, no give-up
-            self._audit_adaptive(rest, cheap, n_h)
+        if self._adaptive_audit():  # within B c_H + T c_min, no give-up
+            plan, answered = cfg.auditor_audit_plan, np.zeros(0, dtype=int)
+            if plan == "check":
+                rest, answered, plan = self._audit_check(rest, cheap)
+            self.info["auditor_audit_plan"] = plan
+            if plan == "humans-instead":
+                self._audit_humans_instead(rest, cheap)
+            else:
+                self._audit_adaptive(rest, cheap, n_h, answered=answered)
             return
         if cfg.auditor_cost_match and len(cal) and self.c_h > self.c_min:
             give_up = cost_match_give_up(len(cal), self.c_min, self.c_h)
