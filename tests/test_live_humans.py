@@ -426,13 +426,15 @@ def test_money_is_exact_in_status_and_export(tmp_path, shared_data_dir) -> None:
     assert Decimal(st["spent"]) == sum(Decimal(str(c)) for c in ex["cost"])
 
 
-def test_dollars_audit_check_with_a_team_answering_while_the_run_waits(
-    tmp_path, shared_data_dir, monkeypatch
+@pytest.mark.parametrize("setting", ["dollars", "auditor"])
+def test_audit_check_with_a_team_answering_while_the_run_waits(
+    tmp_path, shared_data_dir, monkeypatch, setting
 ) -> None:
-    """The default router's dollars audit "check" (issue 14) through the live path: its
-    sample's human tasks go to a scripted team while the run waits, and the run decides
-    only when the answers are in. Its labels, human items and spend equal those of the same
-    project whose human is the gold column answering on demand; every answer is paid once."""
+    """The default router's audit "check" (issue 14) through the live path, in both
+    settings: its sample's human tasks go to a scripted team while the run waits, and the
+    run decides only when the answers are in. Its labels, human items and spend equal those
+    of the same project whose human is the gold column answering on demand; every answer is
+    paid once."""
     import quorum.routing.quorum as qr
 
     infos: list[dict] = []
@@ -445,14 +447,17 @@ def test_dollars_audit_check_with_a_team_answering_while_the_run_waits(
 
     monkeypatch.setattr(qr.QuorumRouter, "route", spy)
     # a sample of 4 humans is enough to decide here (40 by default), so 200 items do
+    budget, limit = {"limit": 1.2}, "1.2"
+    if setting == "auditor":  # 60 human labels and the cheapest LLM on every item
+        budget, limit = {"setting": "auditor", "human_limit": 60, "limit": 1.3}, "1.3"
     base = {"name": "chk", "features": "light", "seed": 3, "task": SST2_TASK,
-            "budget": {"limit": 1.2}, "human_price": 0.02,
+            "budget": budget, "human_price": 0.02,
             "method_params": {"dollars_strategy": "audit", "audit_check_min": 4}}  # fmt: skip
     gold_proj, team_proj = _gold_and_team(tmp_path, shared_data_dir, base, 200)
     s_gold = annotate(load_project(gold_proj), quiet=True)
     assert s_gold.status == "finished"
     check = infos[-1]["audit_check"]
-    assert infos[-1]["dollars_audit_plan"] == check["plan"] and check["humans"] >= 4
+    assert infos[-1][f"{setting}_audit_plan"] == check["plan"] and check["humans"] >= 4
     cfg = load_project(team_proj)
     team = Team(cfg.queue_dir, _gold(shared_data_dir))
     try:
@@ -468,7 +473,7 @@ def test_dollars_audit_check_with_a_team_answering_while_the_run_waits(
     assert len(human_calls) == len(tasks) and (human_calls["cost"] == 0.02).all()
     st = status(cfg)
     assert st["held_for_humans"] == "0" and st["labels_final"] and st["labelled"] == 200
-    assert Decimal(st["spent"]) <= Decimal("1.2")
+    assert Decimal(st["spent"]) <= Decimal(limit)
     assert st["spent"] == status(load_project(gold_proj))["spent"]
     la = export_frame(load_project(gold_proj)).set_index("item_id")
     lb = export_frame(cfg).set_index("item_id")

@@ -188,8 +188,8 @@ class QuorumRouter(Router):
         probe (money for 1 to ``probe_min / probe_share`` calibration items) is
         skipped and the run audits with the cheapest LLM (``info["panel_check"]``): each
         probe item buys every LLM's answer beside the human's, money no label uses, and
-        at z = ``dominance_z`` so few paired items rarely show that a dearer LLM pays (no
-        probe in the bench did, at any size). 0: always probe.
+        in the bench only imdb-mlapi's probes (hundreds of items) ever showed a dearer LLM
+        that pays (docs/router.md). 0: always probe.
     dominance_z : standard errors taken off an LLM's measured gain in the panel check
         (ours: 2.0; bandit routing pays for learning, so it needs evidence that it pays;
         on the 12 llms-for-css tasks 2.0 beat 1.0 and 0, see docs/router.md).
