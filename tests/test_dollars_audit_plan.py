@@ -66,6 +66,16 @@ def _clusters(n: int, seed: int = 2) -> tuple[np.ndarray, np.ndarray]:
     return emb / np.linalg.norm(emb, axis=1, keepdims=True), which
 
 
+def _answer_shows_the_errors(n: int = 600) -> tuple[Dataset, np.ndarray]:
+    """Labels follow the clusters 3 times in 4 and the cheap LLM is right 85% of the time:
+    its answer against its cluster's usual label marks the items whose label is in doubt."""
+    emb, which = _clusters(n)
+    rng = np.random.default_rng(7)
+    usual = np.where(which == 0, "A", "B")
+    gold = np.where(rng.random(n) < 0.75, usual, np.where(usual == "A", "B", "A"))
+    return _dataset(n, rng.random(n) < 0.85, gold=gold), emb
+
+
 def _route(ds, emb, frac, **params):
     budget = Budget(frac * ds.n_items * C_H)
     res = QuorumRouter(dollars_strategy="audit", **params).route(
@@ -117,12 +127,7 @@ def test_check_keeps_llm_first_where_the_llms_answer_shows_the_errors() -> None:
     # labels follow the clusters 3 times in 4, the cheap LLM is right 85% of the time: its
     # answer against its cluster's usual label marks the items whose label is in doubt,
     # which the prior alone cannot see, so a human there changes more labels
-    n = 600
-    emb, which = _clusters(n)
-    rng = np.random.default_rng(7)
-    usual = np.where(which == 0, "A", "B")
-    gold = np.where(rng.random(n) < 0.75, usual, np.where(usual == "A", "B", "A"))
-    ds = _dataset(n, rng.random(n) < 0.85, gold=gold)
+    ds, emb = _answer_shows_the_errors()
     res, budget = _route(ds, emb, 0.5)
     chk = res.info["audit_check"]
     assert chk["plan"] == "llm-first" == res.info["dollars_audit_plan"]
@@ -215,15 +220,10 @@ def test_auditor_check_buys_humans_instead_where_the_llm_is_at_chance() -> None:
 
 
 def test_auditor_check_keeps_llm_first_where_the_llms_answer_shows_the_errors() -> None:
-    n = 600
-    emb, which = _clusters(n)
-    rng = np.random.default_rng(7)
-    usual = np.where(which == 0, "A", "B")
-    gold = np.where(rng.random(n) < 0.75, usual, np.where(usual == "A", "B", "A"))
-    ds = _dataset(n, rng.random(n) < 0.85, gold=gold)
+    ds, emb = _answer_shows_the_errors()
     res, budget, n_h = _route_auditor(ds, emb, 0.5)
     assert res.info["audit_check"]["plan"] == "llm-first" == res.info["auditor_audit_plan"]
-    assert res.human_labels == n_h and res.llm_calls == n
+    assert res.human_labels == n_h and res.llm_calls == ds.n_items
     assert res.cost <= budget.limit + 1e-9
     with pytest.raises(ValueError, match="auditor_audit_plan"):
         QuorumParams(auditor_audit_plan="sometimes")

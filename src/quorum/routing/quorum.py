@@ -801,14 +801,8 @@ class _Run:
         rest = perm[~in_cal[perm]].astype(int)
         if self._adaptive_audit():
             self._calibration_errors(cal, cheap)
-            plan, answered = self.cfg.dollars_audit_plan, np.zeros(0, dtype=int)
-            if plan == "check":
-                rest, answered, plan = self._audit_check(rest, cheap)
+            plan = self._audit_by_plan(rest, cheap, self.cfg.dollars_audit_plan, trace_q=True)
             self.info["dollars_audit_plan"] = plan
-            if plan == "humans-instead":
-                self._audit_humans_instead(rest, cheap)
-            else:
-                self._audit_adaptive(rest, cheap, None, trace_q=True, answered=answered)
             return
         n_h = audit_human_count(
             self.budget.remaining,
@@ -1070,14 +1064,8 @@ class _Run:
         rest = order[n_cal:].astype(int)
         n_h = B - len(cal)
         if self._adaptive_audit():  # within B c_H + T c_min, no give-up
-            plan, answered = cfg.auditor_audit_plan, np.zeros(0, dtype=int)
-            if plan == "check":
-                rest, answered, plan = self._audit_check(rest, cheap)
+            plan = self._audit_by_plan(rest, cheap, cfg.auditor_audit_plan, n_h)
             self.info["auditor_audit_plan"] = plan
-            if plan == "humans-instead":
-                self._audit_humans_instead(rest, cheap)
-            else:
-                self._audit_adaptive(rest, cheap, n_h, answered=answered)
             return
         if cfg.auditor_cost_match and len(cal) and self.c_h > self.c_min:
             give_up = cost_match_give_up(len(cal), self.c_min, self.c_h)
@@ -1285,6 +1273,25 @@ class _Run:
             pick = pool[np.argsort(-score, kind="stable")[:size]]
             self._buy(pick, self.human, "audit")
             pool = pool[~np.isin(pool, pick)]
+
+    def _audit_by_plan(
+        self,
+        rest: np.ndarray,
+        cheap: str,
+        plan: str,
+        n_h: int | None = None,
+        trace_q: bool = False,
+    ) -> str:
+        """Audit ``rest`` by ``plan`` ("llm-first", "humans-instead", or "check", which
+        first picks one of them on a sample); returns the plan taken."""
+        answered = np.zeros(0, dtype=int)
+        if plan == "check":
+            rest, answered, plan = self._audit_check(rest, cheap)
+        if plan == "humans-instead":
+            self._audit_humans_instead(rest, cheap)
+        else:
+            self._audit_adaptive(rest, cheap, n_h, trace_q=trace_q, answered=answered)
+        return plan
 
     def _audit_check(self, rest: np.ndarray, cheap: str) -> tuple[np.ndarray, np.ndarray, str]:
         """``dollars_audit_plan="check"``: both plans' choice of humans on a random sample,
