@@ -644,11 +644,12 @@ class _Run:
         check = cfg.dollars_strategy != "bandit"
         # "auto"/"audit" first calibrate a probe, and only "bandit" needs the rest
         n_probe = probe_size(n_cal, cfg.probe_share) if check else n_cal
-        if cfg.dollars_strategy == "auto" and 0 < n_probe < cfg.probe_min and self._audit_cheap():
+        small = cfg.dollars_strategy == "auto" and 0 < n_probe < cfg.probe_min
+        if small and (cheap := self._audit_cheap()) is not None:
             self.info["panel_check"] = f"skipped: a probe of {n_probe} < probe_min items"
             self.info["n_calibration"] = 0
             self.info["dollars_strategy"] = "audit"
-            self._audit_rest([], self._audit_cheap())
+            self._audit_rest([], cheap)
             return
         if not n_cal:
             order = np.zeros(0, dtype=int)
@@ -1294,8 +1295,9 @@ class _Run:
         return plan
 
     def _audit_check(self, rest: np.ndarray, cheap: str) -> tuple[np.ndarray, np.ndarray, str]:
-        """``dollars_audit_plan="check"``: both plans' choice of humans on a random sample,
-        then the plan whose humans changed more labels there per unit of money.
+        """``dollars_audit_plan`` or ``auditor_audit_plan="check"``: both plans' choice of
+        humans on a random sample, then the plan whose humans changed more labels there per
+        unit of money.
 
         The cheapest LLM answers ``audit_check_share`` of ``rest`` (in random order), and the
         sample gets the humans "llm-first" would afford on it: half go to the items whose
