@@ -475,6 +475,10 @@ def test_audit_check_with_a_team_answering_while_the_run_waits(
     assert st["held_for_humans"] == "0" and st["labels_final"] and st["labelled"] == 200
     assert Decimal(st["spent"]) <= Decimal(limit)
     assert st["spent"] == status(load_project(gold_proj))["spent"]
+    # the router's decision and its counts are kept with the run (provenance)
+    decided = st["router_decisions"]
+    assert decided[f"{setting}_audit_plan"] == check["plan"]
+    assert decided["audit_check"] == check and "label_model" in decided
     la = export_frame(load_project(gold_proj)).set_index("item_id")
     lb = export_frame(cfg).set_index("item_id")
     assert la["label"].equals(lb["label"]) and la["human"].equals(lb["human"])

@@ -135,6 +135,8 @@ class RunSummary:
     #: machine annotators of the project, and the router's note (e.g. why nothing was done)
     arms: list[str] = field(default_factory=list)
     note: str | None = None
+    #: what the router decided and why (``DECISION_KEYS`` of its ``info``), for provenance
+    decisions: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -366,6 +368,44 @@ def _settle_orphans(source: LiveSource, ledger: Ledger) -> tuple[int, int]:
     return len(orphan_ans), len(orphan_pend)
 
 
+#: the router's decisions kept with each run (``RunSummary.decisions``): its strategy,
+#: audit plan and the counts behind them, where the router reports them
+DECISION_KEYS = (
+    "dollars_strategy",
+    "panel_check",
+    "panel_dominated",
+    "calibration_accuracy",
+    "n_calibration",
+    "dollars_audit_plan",
+    "auditor_audit_plan",
+    "audit_check",
+    "auditor_order",
+    "label_model",
+)
+
+
+def router_decisions(info: dict[str, Any]) -> dict[str, Any]:
+    """The ``DECISION_KEYS`` of a router's ``info``, as plain JSON values."""
+    picked = {k: info[k] for k in DECISION_KEYS if k in info}
+    return json.loads(json.dumps(picked, default=_plain))
+
+
+def _plain(x: Any) -> Any:
+    """numpy scalars and arrays as Python numbers and lists (json's ``default``)."""
+    tolist = getattr(x, "tolist", None)
+    return tolist() if callable(tolist) else str(x)
+
+
+def _decisions_of(run: sqlite3.Row | None) -> dict[str, Any]:
+    """``RunSummary.decisions`` of a ledger run (empty for runs before they were kept)."""
+    if run is None or not run["summary"]:
+        return {}
+    try:
+        return dict(json.loads(run["summary"]).get("decisions") or {})
+    except (ValueError, AttributeError):
+        return {}
+
+
 def _float(x: Any) -> float | None:
     try:
         v = float(x)
@@ -406,6 +446,7 @@ def _summary(ledger, run_id, passes, result, source, n_int, human) -> RunSummary
         spent_str=money_str(money["committed"]),
         arms=[n for n, a in source.annotators.items() if a.kind != "human"],
         note=None if result is None else result.info.get("note"),
+        decisions={} if result is None else router_decisions(result.info),
     )
 
 
@@ -521,6 +562,7 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         "per_annotator": per,
         "runs": runs,
         "last_run": dict(last) if last is not None else None,
+        "router_decisions": _decisions_of(last),
         "pending_humans": pending["item_id"].tolist(),
         "human_links": links,
         "queue": (
