@@ -395,7 +395,7 @@ def save_folder(
         (folder / DTYPES_FILE).write_text(json.dumps(types, indent=1) + "\n", encoding="utf-8")
     if dataset.meta:
         (folder / META_FILE).write_text(
-            json.dumps(_jsonable(dataset.meta), indent=1, ensure_ascii=False) + "\n",
+            json.dumps(jsonable(dataset.meta), indent=1, ensure_ascii=False) + "\n",
             encoding="utf-8",
         )
     return folder
@@ -421,7 +421,7 @@ def _write_table(df: pd.DataFrame, path: Path, fmt: str) -> None:
         if "choices" in out.columns:
             out["choices"] = out["choices"].map(
                 lambda v: (
-                    json.dumps(_jsonable(v), ensure_ascii=False)
+                    json.dumps(jsonable(v), ensure_ascii=False)
                     if isinstance(v, list | tuple | np.ndarray)
                     else None
                 )
@@ -431,15 +431,16 @@ def _write_table(df: pd.DataFrame, path: Path, fmt: str) -> None:
         records = df.astype(object).where(df.notna(), None).to_dict("records")
         with path.open("w", encoding="utf-8") as fh:
             for rec in records:
-                fh.write(json.dumps(_jsonable(rec), ensure_ascii=False))
+                fh.write(json.dumps(jsonable(rec), ensure_ascii=False))
                 fh.write("\n")
 
 
-def _jsonable(v):
+def jsonable(v):
+    """``v`` with numpy values, NaN and timestamps as plain JSON values (recursively)."""
     if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
+        return {str(k): jsonable(x) for k, x in v.items()}
     if isinstance(v, list | tuple | np.ndarray):
-        return [_jsonable(x) for x in v]
+        return [jsonable(x) for x in v]
     if isinstance(v, np.generic):
         return v.item()
     if isinstance(v, float) and math.isnan(v):

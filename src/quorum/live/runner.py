@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from quorum.data.io import jsonable
 from quorum.errors import ConfigError
 from quorum.live.calls import Redactor
 from quorum.live.config import ProjectConfig
@@ -386,14 +387,7 @@ DECISION_KEYS = (
 
 def router_decisions(info: dict[str, Any]) -> dict[str, Any]:
     """The ``DECISION_KEYS`` of a router's ``info``, as plain JSON values."""
-    picked = {k: info[k] for k in DECISION_KEYS if k in info}
-    return json.loads(json.dumps(picked, default=_plain))
-
-
-def _plain(x: Any) -> Any:
-    """numpy scalars and arrays as Python numbers and lists (json's ``default``)."""
-    tolist = getattr(x, "tolist", None)
-    return tolist() if callable(tolist) else str(x)
+    return jsonable({k: info[k] for k in DECISION_KEYS if k in info})
 
 
 def _decisions_of(run: sqlite3.Row | None) -> dict[str, Any]:
