@@ -101,8 +101,9 @@ def test_humans_instead_gives_each_item_one_answer_and_more_humans() -> None:
     n = 400
     emb, _ = _clusters(n)
     ds = _dataset(n, np.random.default_rng(3).random(n) < 0.5)
-    first, b1 = _route(ds, emb, 0.5, dollars_audit_plan="llm-first")
-    inst, b2 = _route(ds, emb, 0.5, dollars_audit_plan="humans-instead")
+    # llm_sample=0: the plans alone, without the sample of LLM answers before them
+    first, b1 = _route(ds, emb, 0.5, dollars_audit_plan="llm-first", llm_sample=0)
+    inst, b2 = _route(ds, emb, 0.5, dollars_audit_plan="humans-instead", llm_sample=0)
     assert inst.info["dollars_audit_plan"] == "humans-instead"
     assert first.info["dollars_audit_plan"] == "llm-first"
     for res, budget in ((first, b1), (inst, b2)):
@@ -227,3 +228,67 @@ def test_auditor_check_keeps_llm_first_where_the_llms_answer_shows_the_errors() 
     assert res.cost <= budget.limit + 1e-9
     with pytest.raises(ValueError, match="auditor_audit_plan"):
         QuorumParams(auditor_audit_plan="sometimes")
+
+
+def _constant_llm(n: int = 400) -> tuple[Dataset, np.ndarray]:
+    """Random binary labels; the cheap LLM answers "A" on every item."""
+    emb, _ = _clusters(n)
+    gold = np.random.default_rng(11).choice(["A", "B"], size=n)
+    return _dataset(n, gold == "A", gold=gold), emb
+
+
+def test_a_constant_llm_is_dropped_and_its_money_buys_humans() -> None:
+    ds, emb = _constant_llm()
+    res, budget = _route(ds, emb, 0.5)
+    old, _ = _route(ds, emb, 0.5, llm_sample=0)
+    sample = res.info["llm_sample"]
+    assert (sample["answers"], sample["differ_from_commonest"], sample["r"]) == (40, 0, 1 / 42)
+    # c_l / c_H (1 - p_maj), p_maj from the probe's human labels: at most 0.1 (1 - 1/2)
+    assert sample["r"] < sample["humans_worth"] <= 0.05 and sample["humans_only"]
+    assert res.info["dollars_audit_plan"] == "humans-only"
+    ann = res.annotations
+    assert (ann["annotator"] == "cheap").sum() == 40  # the sample, nothing after it
+    assert set(_route_answers(res)["annotator"]) == {"cheap", "gold"}
+    # every cent left after the sample went to humans: not one more is affordable
+    assert budget.limit - C_H < res.cost <= budget.limit + 1e-9
+    assert res.human_labels > old.human_labels
+    # items nobody was asked on get what the LLM would have said there
+    labels = res.labels.set_index("item_id")
+    unasked = labels[labels["n_annotations"] == 0]
+    assert len(unasked) == ds.n_items - res.human_labels - 40 + len(
+        set(ann.loc[ann["annotator"] == "cheap", "item_id"])
+        & set(ann.loc[ann["annotator"] == "gold", "item_id"])
+    )
+    assert (unasked["output"] == "A").all()
+    assert labels["output"].notna().all()
+    gold = ds.items.set_index("item_id")["gold"]
+    acc = (labels["output"] == gold.reindex(labels.index)).mean()
+    old_acc = (old.labels.set_index("item_id")["output"] == gold.reindex(labels.index)).mean()
+    assert acc > old_acc
+
+
+def test_an_informative_llm_keeps_the_plan_and_its_labels() -> None:
+    # the sample only moves 40 of the answers llm-first buys anyway to the front
+    ds, emb = _answer_shows_the_errors()
+    res, _ = _route(ds, emb, 0.5, dollars_audit_plan="llm-first")
+    old, _ = _route(ds, emb, 0.5, dollars_audit_plan="llm-first", llm_sample=0)
+    assert res.info["llm_sample"]["humans_only"] is False
+    assert res.info["dollars_audit_plan"] == "llm-first"
+    assert "llm_sample" not in old.info
+    pd.testing.assert_frame_equal(res.labels, old.labels)
+    assert res.cost == pytest.approx(old.cost, abs=1e-9)
+    assert res.human_labels == old.human_labels and res.llm_calls == old.llm_calls
+
+
+def test_auditor_drops_a_constant_llm_and_keeps_its_human_count() -> None:
+    ds, emb = _constant_llm()
+    res, budget, n_h = _route_auditor(ds, emb, 0.3)
+    assert res.info["auditor_audit_plan"] == "humans-only"
+    assert res.human_labels == n_h  # a count in this setting: the saving is money
+    assert res.llm_calls == 40  # calibration answers count towards the sample
+    assert res.cost == pytest.approx(n_h * C_H + 40 * PRICES["cheap"])
+    assert res.cost < budget.limit
+    labels = res.labels.set_index("item_id")
+    assert (labels.loc[labels["n_annotations"] == 0, "output"] == "A").all()
+    with pytest.raises(ValueError, match="llm_sample"):
+        QuorumParams(llm_sample=-1)

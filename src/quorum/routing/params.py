@@ -82,8 +82,9 @@ class QuorumParams(BaseModel):
     label_model_vote: Literal["off", "skill", "skill+knn"] = "skill+knn"
     audit_llm_first: bool = True
     audit_rounds: int = Field(5, ge=1)
-    dollars_audit_plan: Literal["llm-first", "humans-instead", "check"] = "check"
-    auditor_audit_plan: Literal["llm-first", "humans-instead", "check"] = "check"
+    dollars_audit_plan: Literal["llm-first", "humans-instead", "humans-only", "check"] = "check"
+    auditor_audit_plan: Literal["llm-first", "humans-instead", "humans-only", "check"] = "check"
+    llm_sample: int = Field(40, ge=0)
     audit_check_share: float = Field(0.25, gt=0.0, le=1.0)
     audit_check_min: int = Field(40, ge=2)
     label_model_k: int = Field(10, ge=1)

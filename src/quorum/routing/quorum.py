@@ -24,6 +24,7 @@ Choices the paper leaves open are parameters, documented in docs/router.md.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 
 import numpy as np
@@ -226,6 +227,17 @@ class QuorumRouter(Router):
         ``info["auditor_audit_plan"]`` is the plan taken.
     audit_check_share, audit_check_min : the sample of "check": 0.25 of the items left
         after calibration, and at least 40 human labels in it (20 to each plan's choice).
+        Either plan may also be "humans-only" (below), which then runs whatever the sample.
+    llm_sample : before either plan, the cheapest LLM's answers on this many random items
+        (ours: 40; those it answered in calibration count) are looked at, with no label.
+        Its answer can move an item's label away from the label model's only where it is
+        not its commonest answer, so r = (answers that differ + 1) / (answers + 2) bounds
+        what it adds per item. If r < (c_l / c_H)(1 - p_maj), what its price buys in human
+        labels instead (p_maj: the commonest human label's share, Beta(1)-smoothed; 1/L
+        before any human label), the run goes "humans-only": no more LLM answers, the money
+        (auditor: the human labels left) buys humans in ``audit_rounds`` rounds on the items
+        whose label model prior is least sure, and the label model labels the items left
+        (``info["llm_sample"]``). 0: no check.
     label_model_k, label_model_strength : neighbours and pseudo-counts of the label model.
     label_model_fit : choose the kNN prior's pseudo-counts by the leave-one-out likelihood
         of the human labels (:func:`~quorum.routing.label_model.fit_knn_strength`), so that
@@ -293,6 +305,7 @@ class QuorumRouter(Router):
         auditor_audit_plan: str = "check",
         audit_check_share: float = 0.25,
         audit_check_min: int = 40,
+        llm_sample: int = 40,
         label_model_k: int = 10,
         label_model_strength: float = 2.0,
         label_model_fit: bool = True,
@@ -347,6 +360,7 @@ class QuorumRouter(Router):
         self.auditor_audit_plan = auditor_audit_plan
         self.audit_check_share = audit_check_share
         self.audit_check_min = audit_check_min
+        self.llm_sample = llm_sample
         self.label_model_k = label_model_k
         self.label_model_strength = label_model_strength
         self.label_model_fit = label_model_fit
@@ -442,6 +456,9 @@ class _Run:
         self._votes: list[tuple[Mapping[str, str], int, tuple[str | None, float, int]] | None]
         self._votes = [None] * self.T
         self._space: np.ndarray | None = None  # the label model's item vectors
+        #: "humans-only" (:meth:`_llm_adds_little`): the cheapest LLM's commonest answer,
+        #: the label of the items nobody was asked on
+        self._unasked_label: str | None = None
         self.step = 0
         # exploration time: routing decisions so far (items in phases 1-2, picks in phase 3)
         self.t_explore = 0
@@ -1230,8 +1247,15 @@ class _Run:
         X: np.ndarray | None = None,
         Q: np.ndarray | None = None,
     ) -> None:
-        """One answer of ``arm`` on each of ``items``: logged (with the rows of ``X`` and
-        ``Q`` as x_t and q_a(x_t) when given), then bought in batches."""
+        """One answer of ``arm`` on each of ``items`` it has not been asked on yet: logged
+        (with the rows of ``X`` and ``Q`` as x_t and q_a(x_t) when given), then bought in
+        batches. An (item, annotator) pair is never paid twice."""
+        items = np.asarray(items, dtype=int)
+        new = np.array([arm not in self.rec.by_item.get(self.ids[t], ()) for t in items], bool)
+        if not new.all():
+            items = items[new]
+            X = None if X is None else X[new]
+            Q = None if Q is None else Q[new]
         for i, t in enumerate(items):
             x, q = (None, None) if X is None or Q is None else (X[i], Q[i])
             self._log(int(t), "route", arm, mode, x, q)
@@ -1283,12 +1307,18 @@ class _Run:
         n_h: int | None = None,
         trace_q: bool = False,
     ) -> str:
-        """Audit ``rest`` by ``plan`` ("llm-first", "humans-instead", or "check", which
-        first picks one of them on a sample); returns the plan taken."""
+        """Audit ``rest`` by ``plan`` ("llm-first", "humans-instead", "humans-only", or
+        "check", which first picks one of the first two on a sample); "humans-only" whatever
+        the plan where the cheapest LLM's answers add too little (:meth:`_llm_adds_little`).
+        Returns the plan taken."""
         answered = np.zeros(0, dtype=int)
+        if plan != "humans-only" and self._llm_adds_little(rest, cheap):
+            plan = "humans-only"
         if plan == "check":
             rest, answered, plan = self._audit_check(rest, cheap)
-        if plan == "humans-instead":
+        if plan == "humans-only":
+            self._audit_humans_instead(rest, cheap, n_h, llm_rest=False)
+        elif plan == "humans-instead":
             self._audit_humans_instead(rest, cheap)
         else:
             self._audit_adaptive(rest, cheap, n_h, trace_q=trace_q, answered=answered)
@@ -1314,7 +1344,8 @@ class _Run:
         rest = np.asarray(rest, dtype=int)
         c_l = self.rec.price(cheap)
         m = int(np.ceil(cfg.audit_check_share * len(rest)))
-        afford = (self.budget.remaining - len(rest) * c_l) / self.c_h if self.c_h > 0 else 0.0
+        todo = self._not_asked(rest, cheap)
+        afford = (self.budget.remaining - todo * c_l) / self.c_h if self.c_h > 0 else 0.0
         n_s = int(max(0.0, afford) * m / max(len(rest), 1) + 1e-9)
         if self.budget.humans_left is not None:
             n_s = min(n_s, self.budget.humans_left)
@@ -1354,18 +1385,24 @@ class _Run:
         answered = sample[~np.isin(sample, pick)]
         return rest, answered, plan
 
-    def _audit_humans_instead(self, rest: np.ndarray, cheap: str) -> None:
-        """Dollars audit, ``dollars_audit_plan="humans-instead"``: every item of ``rest`` gets
-        one answer, a human's or the cheapest LLM's, so the money buys
-        (M - U c_l) / (c_H - c_l) humans; in ``audit_rounds`` rounds humans go to the items
-        whose label model prior p(y | x) is least sure (refitted after each round), and
-        the cheapest LLM answers the items left."""
+    def _audit_humans_instead(
+        self, rest: np.ndarray, cheap: str, n_max: int | None = None, llm_rest: bool = True
+    ) -> None:
+        """``*_audit_plan="humans-instead"``: every item of ``rest`` gets one answer, a
+        human's or the cheapest LLM's, so the money buys (M - U c_l) / (c_H - c_l) humans
+        (U: the items of ``rest`` the LLM has not answered); in ``audit_rounds`` rounds
+        humans go to the items whose label model prior p(y | x) is least sure (refitted
+        after each round), and the cheapest LLM answers the items left.
+        ``llm_rest=False`` ("humans-only"): no LLM answers, the money buys M / c_H humans
+        (at most ``n_max``), and the items left keep the label model's label."""
         cfg = self.cfg
         pool = np.asarray(rest, dtype=int)
-        c_l = self.rec.price(cheap)
-        spare = self.budget.remaining - len(pool) * c_l
+        c_l = self.rec.price(cheap) if llm_rest else 0.0
+        spare = self.budget.remaining - self._not_asked(pool, cheap) * c_l
         step = self.c_h - c_l
         n_h = int(spare / step + 1e-9) if step > 0 and spare > 0 else 0
+        if n_max is not None:
+            n_h = min(n_h, n_max)
         if self.budget.humans_left is not None:
             n_h = min(n_h, self.budget.humans_left)
         n_h = max(0, min(n_h, len(pool)))
@@ -1382,7 +1419,59 @@ class _Run:
             pick = pool[np.argsort(-score, kind="stable")[:size]]
             self._buy(pick, self.human, "audit")
             pool = pool[~np.isin(pool, pick)]
-        self._buy(pool, cheap, "llm")
+        if llm_rest:
+            self._buy(pool, cheap, "llm")
+
+    def _not_asked(self, items: np.ndarray, arm: str) -> int:
+        """How many of ``items`` ``arm`` has not been asked on."""
+        by_item = self.rec.by_item
+        return sum(arm not in by_item.get(self.ids[t], ()) for t in items)
+
+    def _llm_adds_little(self, rest: np.ndarray, cheap: str) -> bool:
+        """``llm_sample``: True where the cheapest LLM's answers are worth less than the
+        human labels their price buys instead, judged without any label.
+
+        It answers ``llm_sample`` items (those it answered already, then the first items
+        of ``rest``, which is in random order). Its answer can take an item's label away
+        from the label model's only where it is not its commonest answer, so
+        r = (answers that differ from it + 1) / (answers + 2) bounds the accuracy it adds
+        per item; the price c_l buys c_l / c_H of a human label, which fixes the label
+        model's label with probability 1 - p_maj at most (p_maj: the commonest human
+        label's Beta(1)-smoothed share; 1/L without human labels). Returns r < (c_l / c_H)
+        (1 - p_maj) and records the numbers in ``info["llm_sample"]``. When True, an item
+        nobody is asked on gets the LLM's commonest answer (what it would have said on all
+        but about r of the items), so dropping the LLM changes the cost, not the labels."""
+        cfg, labels = self.cfg, list(self.p.task.labels or [])
+        if cfg.llm_sample <= 0 or cfg.label_model_vote == "off" or not labels:
+            return False
+        c_l = self.rec.price(cheap)
+        if self.c_h <= c_l:
+            return False
+        by_item = self.rec.by_item
+        have = sum(cheap in by_item.get(i, ()) for i in self.ids)
+        need = max(0, cfg.llm_sample - have)
+        if need:
+            self._buy(np.asarray(rest, dtype=int)[:need], cheap, "llm")
+        answers = [o[cheap] for o in (self.outputs(t) for t in range(self.T)) if cheap in o]
+        if not answers:
+            return False
+        mode, common = Counter(answers).most_common(1)[0]
+        r = (len(answers) - common + 1.0) / (len(answers) + 2.0)
+        _, y_h = self._human_labelled()
+        L = len(labels)
+        p_maj = (np.bincount(y_h, minlength=L).max() + 1.0) / (len(y_h) + L) if len(y_h) else 1 / L
+        worth = c_l / self.c_h * (1.0 - p_maj)
+        self.info["llm_sample"] = {
+            "answers": len(answers),
+            "differ_from_commonest": len(answers) - common,
+            "r": float(r),
+            "humans_worth": float(worth),
+            "humans_only": bool(r < worth),
+        }
+        if r >= worth:
+            return False
+        self._unasked_label = mode if mode in labels else None
+        return True
 
     def _final_votes(self) -> dict[int, str]:
         """``label_model_vote``: labels of the items without a human label, the argmax of
@@ -1400,7 +1489,12 @@ class _Run:
         if len(todo) == 0:
             return {}
         best = self._label_posterior(todo).argmax(axis=1)
-        return {int(t): labels[int(j)] for t, j in zip(todo, best, strict=True)}
+        final = {int(t): labels[int(j)] for t, j in zip(todo, best, strict=True)}
+        if self._unasked_label is not None:  # "humans-only": what the LLM would have said
+            for t in todo:
+                if not self.rec.by_item.get(self.ids[t]):
+                    final[int(t)] = self._unasked_label
+        return final
 
     # ------------------------------------------------------------ result
     def result(self) -> RoutingResult:
