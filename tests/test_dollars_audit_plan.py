@@ -239,8 +239,11 @@ def _constant_llm(n: int = 400) -> tuple[Dataset, np.ndarray]:
 
 def test_a_constant_llm_is_dropped_and_its_money_buys_humans() -> None:
     ds, emb = _constant_llm()
-    res, budget = _route(ds, emb, 0.5)
-    old, _ = _route(ds, emb, 0.5, llm_sample=0)
+    # "skill": the label model's prior is the label frequencies, so items nobody was
+    # asked on get the LLM's commonest answer (with "skill+knn", wherever the kNN prior
+    # learnt something from the neighbours, they get its label)
+    res, budget = _route(ds, emb, 0.5, label_model_vote="skill")
+    old, _ = _route(ds, emb, 0.5, llm_sample=0, label_model_vote="skill")
     sample = res.info["llm_sample"]
     assert (sample["answers"], sample["differ_from_commonest"], sample["r"]) == (40, 0, 1 / 42)
     # c_l / c_H (1 - p_maj), p_maj from the probe's human labels: at most 0.1 (1 - 1/2)
@@ -282,7 +285,7 @@ def test_an_informative_llm_keeps_the_plan_and_its_labels() -> None:
 
 def test_auditor_drops_a_constant_llm_and_keeps_its_human_count() -> None:
     ds, emb = _constant_llm()
-    res, budget, n_h = _route_auditor(ds, emb, 0.3)
+    res, budget, n_h = _route_auditor(ds, emb, 0.3, label_model_vote="skill")
     assert res.info["auditor_audit_plan"] == "humans-only"
     assert res.human_labels == n_h  # a count in this setting: the saving is money
     assert res.llm_calls == 40  # calibration answers count towards the sample

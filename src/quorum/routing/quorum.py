@@ -51,6 +51,7 @@ from quorum.routing.calibration import (
     probe_size,
 )
 from quorum.routing.label_model import (
+    STRENGTH_GRID,
     fit_knn_strength,
     knn_error_rate,
     knn_label_probs,
@@ -1439,8 +1440,9 @@ class _Run:
         model's label with probability 1 - p_maj at most (p_maj: the commonest human
         label's Beta(1)-smoothed share; 1/L without human labels). Returns r < (c_l / c_H)
         (1 - p_maj) and records the numbers in ``info["llm_sample"]``. When True, an item
-        nobody is asked on gets the LLM's commonest answer (what it would have said on all
-        but about r of the items), so dropping the LLM changes the cost, not the labels."""
+        nobody is asked on gets the label model's label, or, where its kNN prior fell back
+        to the label frequencies, the LLM's commonest answer (what it would have said on all
+        but about r of the items)."""
         cfg, labels = self.cfg, list(self.p.task.labels or [])
         if cfg.llm_sample <= 0 or cfg.label_model_vote == "off" or not labels:
             return False
@@ -1490,7 +1492,13 @@ class _Run:
             return {}
         best = self._label_posterior(todo).argmax(axis=1)
         final = {int(t): labels[int(j)] for t, j in zip(todo, best, strict=True)}
-        if self._unasked_label is not None:  # "humans-only": what the LLM would have said
+        knn_learnt = cfg.label_model_vote == "skill+knn" and (
+            self.info.get("label_model_strength", STRENGTH_GRID[-1]) < STRENGTH_GRID[-1]
+        )
+        if self._unasked_label is not None and not knn_learnt:
+            # "humans-only" and neighbours that say nothing of the label (the kNN prior fell
+            # back to the label frequencies): the commonest human label is no better than
+            # what the LLM would have said, and unlike it depends on which items humans saw
             for t in todo:
                 if not self.rec.by_item.get(self.ids[t]):
                     final[int(t)] = self._unasked_label
