@@ -295,3 +295,22 @@ def test_auditor_drops_a_constant_llm_and_keeps_its_human_count() -> None:
     assert (labels.loc[labels["n_annotations"] == 0, "output"] == "A").all()
     with pytest.raises(ValueError, match="llm_sample"):
         QuorumParams(llm_sample=-1)
+
+
+def test_unasked_items_get_their_neighbours_label_where_neighbours_know_it() -> None:
+    # labels follow the two clusters; the LLM answers "A" everywhere: the items nobody is
+    # asked on get their cluster's label from the kNN vote, not the LLM's "A"
+    n = 400
+    emb, which = _clusters(n)
+    gold = np.where(which == 0, "A", "B")
+    ds = _dataset(n, gold == "A", gold=gold)
+    res, budget = _route(ds, emb, 0.3)
+    assert res.info["dollars_audit_plan"] == "humans-only"
+    assert res.info["unasked_labels"] == "kNN vote, uniform prior"
+    labels = res.labels.set_index("item_id")
+    unasked = labels[labels["n_annotations"] == 0]
+    assert len(unasked) > 100
+    truth = pd.Series(gold, index=ds.items["item_id"]).reindex(unasked.index)
+    assert (unasked["output"] == truth).mean() > 0.95
+    assert (unasked["output"] == "B").sum() > 50
+    assert res.cost <= budget.limit + 1e-9

@@ -24,6 +24,7 @@ import numpy as np
 
 __all__ = [
     "fit_knn_strength",
+    "knn_counts",
     "knn_error_rate",
     "knn_label_probs",
     "knn_neighbours",
@@ -64,7 +65,7 @@ def knn_neighbours(
     return s_out, nn_out
 
 
-def _knn_counts(
+def knn_counts(
     space: np.ndarray,
     labelled: np.ndarray,
     y: np.ndarray,
@@ -117,7 +118,7 @@ def knn_label_probs(
     if len(labelled) == 0 or len(query) == 0:
         return np.full((len(query), n_labels), 1.0 / max(n_labels, 1))
     prior = (np.bincount(y, minlength=n_labels) + 1.0) / (len(y) + n_labels)
-    c, tot = _knn_counts(space, labelled, y, query, n_labels, k, neighbours)
+    c, tot = knn_counts(space, labelled, y, query, n_labels, k, neighbours)
     return (c + strength * prior[None, :]) / (tot + strength)
 
 
@@ -157,7 +158,7 @@ def fit_knn_strength(
     if len(labelled) < 5:
         return float(grid[-1])
     prior = (np.bincount(y, minlength=n_labels) + 1.0) / (len(y) + n_labels)
-    c, tot = _knn_counts(space, labelled, y, labelled, n_labels, k)
+    c, tot = knn_counts(space, labelled, y, labelled, n_labels, k)
     rows = np.arange(len(y))
     best, best_ll = float(grid[-1]), -np.inf
     for s in grid:
