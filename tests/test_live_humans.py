@@ -479,6 +479,7 @@ def test_audit_check_with_a_team_answering_while_the_run_waits(
     decided = st["router_decisions"]
     assert decided[f"{setting}_audit_plan"] == check["plan"]
     assert decided["audit_check"] == check and "label_model" in decided
+    assert decided["llm_sample"]["humans_only"] is False  # the sample came before the check
     la = export_frame(load_project(gold_proj)).set_index("item_id")
     lb = export_frame(cfg).set_index("item_id")
     assert la["label"].equals(lb["label"]) and la["human"].equals(lb["human"])

@@ -371,6 +371,10 @@ def _settle_orphans(source: LiveSource, ledger: Ledger) -> tuple[int, int]:
 
 #: the router's decisions kept with each run (``RunSummary.decisions``): its strategy,
 #: audit plan and the counts behind them, where the router reports them
+#: ``labelled_by`` of a label no annotator gave (the router's label model, or for an item
+#: nobody was asked on, the cheapest LLM's commonest answer; docs/router.md)
+LABEL_MODEL = "label model"
+
 DECISION_KEYS = (
     "dollars_strategy",
     "panel_check",
@@ -380,6 +384,8 @@ DECISION_KEYS = (
     "dollars_audit_plan",
     "auditor_audit_plan",
     "audit_check",
+    "llm_sample",
+    "unasked_labels",
     "auditor_order",
     "label_model",
 )
@@ -622,6 +628,8 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
         out = r["output"]
         task = answered.get(iid)
         by = [a for a, v in answers.items() if out is not None and v == out]
+        if out is not None and not by:
+            by = [LABEL_MODEL]  # no annotator gave this label: the router's label model did
         if human_name in by and task is not None and task["answered_by"]:
             by = [f"{human_name} ({task['answered_by']})" if a == human_name else a for a in by]
         rows.append(

@@ -1438,7 +1438,8 @@ class _Run:
         largest pseudo-count, :func:`~quorum.routing.label_model.fit_knn_strength`) the
         LLM's commonest answer, what it would have said there."""
         cfg, labels = self.cfg, list(self.p.task.labels or [])
-        strength = self.info.get("label_model_strength", STRENGTH_GRID[-1])
+        fixed = STRENGTH_GRID[-1] if cfg.label_model_fit else cfg.label_model_strength
+        strength = self.info.get("label_model_strength", fixed)
         hum, y_h = self._human_labelled()
         answer = self._unasked_label
         if cfg.label_model_vote != "skill+knn" or strength >= STRENGTH_GRID[-1] or not len(hum):
