@@ -229,7 +229,7 @@ class QuorumRouter(Router):
         ``info["auditor_audit_plan"]`` is the plan taken.
     audit_check_share, audit_check_min : the sample of "check": 0.25 of the items left
         after calibration, and at least 40 human labels in it (20 to each plan's choice).
-        Either plan may also be "humans-only" (below), which then runs whatever the sample.
+        Both also take "humans-only" (below), which then runs without the check.
     llm_sample : before either plan, the cheapest LLM's answers on this many random items
         (ours: 40; those it answered in calibration count) are looked at, with no label.
         Its answer can move an item's label away from the label model's only where it is
@@ -1255,7 +1255,7 @@ class _Run:
         (with the rows of ``X`` and ``Q`` as x_t and q_a(x_t) when given), then bought in
         batches. An (item, annotator) pair is never paid twice."""
         items = np.asarray(items, dtype=int)
-        new = np.array([arm not in self.rec.by_item.get(self.ids[t], ()) for t in items], bool)
+        new = ~self._asked(items, arm)
         if not new.all():
             items = items[new]
             X = None if X is None else X[new]
@@ -1398,7 +1398,8 @@ class _Run:
         humans go to the items whose label model prior p(y | x) is least sure (refitted
         after each round), and the cheapest LLM answers the items left.
         ``llm_rest=False`` ("humans-only"): no LLM answers, the money buys M / c_H humans
-        (at most ``n_max``), and the items left keep the label model's label."""
+        (at most ``n_max``), and the items nobody was asked on are labelled by
+        :meth:`_unasked_labels`."""
         cfg = self.cfg
         pool = np.asarray(rest, dtype=int)
         c_l = self.rec.price(cheap) if llm_rest else 0.0
@@ -1451,10 +1452,14 @@ class _Run:
         self.info["unasked_labels"] = "kNN vote, uniform prior"
         return [labels[int(j)] for j in p.argmax(axis=1)]
 
+    def _asked(self, items: np.ndarray, arm: str) -> np.ndarray:
+        """Whether ``arm`` has been asked on each of ``items`` (a boolean array)."""
+        by_item = self.rec.by_item
+        return np.array([arm in by_item.get(self.ids[t], ()) for t in items], dtype=bool)
+
     def _not_asked(self, items: np.ndarray, arm: str) -> int:
         """How many of ``items`` ``arm`` has not been asked on."""
-        by_item = self.rec.by_item
-        return sum(arm not in by_item.get(self.ids[t], ()) for t in items)
+        return int((~self._asked(items, arm)).sum())
 
     def _llm_adds_little(self, rest: np.ndarray, cheap: str) -> bool:
         """``llm_sample``: True where the cheapest LLM's answers are worth less than the
@@ -1475,9 +1480,7 @@ class _Run:
         c_l = self.rec.price(cheap)
         if self.c_h <= c_l:
             return False
-        by_item = self.rec.by_item
-        have = sum(cheap in by_item.get(i, ()) for i in self.ids)
-        need = max(0, cfg.llm_sample - have)
+        need = max(0, cfg.llm_sample - int(self._asked(np.arange(self.T), cheap).sum()))
         if need:
             self._buy(np.asarray(rest, dtype=int)[:need], cheap, "llm")
         answers = [o[cheap] for o in (self.outputs(t) for t in range(self.T)) if cheap in o]
