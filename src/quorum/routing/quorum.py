@@ -461,7 +461,7 @@ class _Run:
         self._votes = [None] * self.T
         self._space: np.ndarray | None = None  # the label model's item vectors
         #: "humans-only" (:meth:`_llm_adds_little`): the cheapest LLM's commonest answer,
-        #: the label of the items nobody was asked on
+        #: the fallback label of the items nobody was asked on (:meth:`_unasked_labels`)
         self._unasked_label: str | None = None
         self.step = 0
         # exploration time: routing decisions so far (items in phases 1-2, picks in phase 3)
