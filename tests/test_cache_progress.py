@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 
 import pytest
 
@@ -175,3 +176,57 @@ def test_live_progress_uses_the_shared_bar_and_logs_off_a_terminal(capsys):
     p.stop()  # idempotent: the runner stops it on success and on error
     err = capsys.readouterr().err
     assert "1/3" in err
+
+
+def _make_slowly(folder: str, start, log: str) -> tuple[str, bool]:
+    """One process asking for the same entry: ``make`` writes to ``log`` and is slow."""
+    import time
+    from pathlib import Path
+
+    start.wait()
+
+    def make() -> str:
+        with open(log, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        time.sleep(1.0)
+        return f"made by {os.getpid()}"
+
+    return FileCache(folder, ".txt").read_or_make(
+        content_key(["slow"]), lambda p: Path(p).read_text(), make, lambda f, v: f.write(v.encode())
+    )
+
+
+def test_read_or_make_computes_a_missing_entry_once_across_processes(tmp_path):
+    """Two processes miss the same key at once: one makes it, the other waits and reads it."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    log = tmp_path / "made.log"
+    with ctx.Manager() as manager:
+        start = manager.Event()
+        with ctx.Pool(2) as pool:
+            jobs = [
+                pool.apply_async(_make_slowly, (str(tmp_path / "c"), start, str(log)))
+                for _ in range(2)
+            ]
+            start.set()
+            got = [j.get(timeout=60) for j in jobs]
+    assert len(log.read_text().split()) == 1  # made once
+    assert got[0][0] == got[1][0]  # both have the entry of the process that made it
+    assert sorted(cached for _, cached in got) == [False, True]
+    assert not list((tmp_path / "c").glob(".*.tmp"))
+
+
+def test_read_or_make_computes_unlocked_where_the_lock_cannot_be_taken(tmp_path, monkeypatch):
+    import quorum.cache as qc
+
+    def refuse(*_a, **_k):
+        raise PermissionError("read-only")
+
+    monkeypatch.setattr(qc, "FileLock", refuse)
+    cache = FileCache(tmp_path, ".txt")
+    with pytest.warns(RuntimeWarning, match="computing unlocked"):
+        got = cache.read_or_make(
+            "k", lambda p: p.read_text(), lambda: "v", lambda f, v: f.write(b"v")
+        )
+    assert got == ("v", False) and cache.read("k", lambda p: p.read_text()) == "v"

@@ -4,7 +4,10 @@ The folder is ``$QUORUM_CACHE_DIR`` if set, else ``~/.cache/quorum``; each kind 
 thing has a sub-folder (``features``, ``annotators``, ``bench-embeddings``). A file is named
 by :func:`content_key` of everything its content depends on, written atomically (temporary
 file in the same folder, then ``os.replace``), and a file that cannot be read is reported
-with a warning and treated as a miss.
+with a warning and treated as a miss. :meth:`FileCache.read_or_make` computes a missing
+entry once across processes: the first takes an OS file lock on the key, the others wait
+for it and then read its file (two bench workers, or a bench and ``quorum features``, no
+longer compute the same 25,000 embeddings twice).
 
 Examples
 --------
@@ -16,20 +19,31 @@ True
 >>> _ = cache.write(key, lambda f: f.write(b"hi"))
 >>> cache.read(key, lambda p: p.read_text())
 'hi'
+>>> cache.read_or_make(content_key(["x"]), lambda p: p.read_text(), lambda: "made",
+...                    lambda f, v: f.write(v.encode()))
+('made', False)
+>>> cache.read_or_make(content_key(["x"]), lambda p: p.read_text(), lambda: "again",
+...                    lambda f, v: f.write(v.encode()))
+('made', True)
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import tempfile
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Literal, TypeVar
 
+from filelock import FileLock, Timeout
+
 ENV_VAR = "QUORUM_CACHE_DIR"
 T = TypeVar("T")
+log = logging.getLogger("quorum.cache")
 
 
 def user_cache_dir() -> Path:
@@ -119,3 +133,56 @@ class FileCache:
             )
             return None
         return target
+
+    @contextmanager
+    def lock(self, key: str) -> Iterator[None]:
+        """Hold the key's lock (``<folder>/.<key>.lock``, an OS lock the system releases if
+        the process dies) while making its entry; a process that finds it held says so and
+        waits. Where the folder cannot be written, go on unlocked (with a warning)."""
+        path = self.folder / f".{key}.lock"
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(path)
+            try:
+                lock.acquire(timeout=0)
+            except Timeout:
+                log.warning(
+                    "another process is computing this %s (lock %s): waiting for it",
+                    self.what,
+                    path,
+                )
+                lock.acquire()
+        except OSError as exc:
+            warnings.warn(
+                f"could not lock {self.what} cache {path} ({exc}); computing unlocked",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+            yield
+            return
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def read_or_make(
+        self,
+        key: str,
+        load: Callable[[Path], T],
+        make: Callable[[], T],
+        dump: Callable[[IO[bytes], T], object],
+        errors: Literal["raise", "warn"] = "raise",
+    ) -> tuple[T, bool]:
+        """``(entry, True)`` when cached, else ``(make(), False)`` after writing it with
+        ``dump(file, entry)``. Made once across processes: under :meth:`lock`, the cache is
+        read again first, so a process that waited reads what the other one made."""
+        got = self.read(key, load)
+        if got is not None:
+            return got, True
+        with self.lock(key):
+            got = self.read(key, load)
+            if got is not None:
+                return got, True
+            value = make()
+            self.write(key, lambda f: dump(f, value), errors=errors)
+            return value, False

@@ -172,13 +172,19 @@ class SummaryEmbeddings:
         """Build the table: read it from the disk cache, else encode and write it."""
         if self.table is not None:
             return
-        cache, key = _SUMMARY_CACHE(), self._key()
-        vecs = cache.read(key, self._read)
-        if vecs is None:
+
+        def encode() -> np.ndarray:
             from quorum.models.embedders import get_embedder
 
-            vecs = np.asarray(get_embedder(self.language).encode(self.ordered))
-            cache.write(key, lambda f: np.save(f, vecs, allow_pickle=False), errors="warn")
+            return np.asarray(get_embedder(self.language).encode(self.ordered))
+
+        vecs, _ = _SUMMARY_CACHE().read_or_make(  # encoded once across processes
+            self._key(),
+            self._read,
+            encode,
+            lambda f, v: np.save(f, v, allow_pickle=False),
+            errors="warn",
+        )
         self.table = dict(zip(self.ordered, vecs, strict=True))
 
     def _read(self, path: Path) -> np.ndarray:

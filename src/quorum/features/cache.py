@@ -4,14 +4,16 @@ Key: sha256 over (feature-pipeline version, embedding model name, language(s), k
 in order). Files are ``<dir>/features/<key>.npz`` with float32 ``embeddings``, float64
 ``linguistic``, float32 ``distances``, int64 ``neighbours`` and a JSON ``meta`` string,
 written atomically. The folder is ``$QUORUM_CACHE_DIR`` if set, else ``~/.cache/quorum``. A
-file that cannot be read is reported with a warning and treated as a miss.
+file that cannot be read is reported with a warning and treated as a miss. Missing features
+are computed once across processes (:meth:`FeatureCache.load_or_compute`): a second process
+asking for the same key waits for the first one's file.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -69,7 +71,10 @@ class FeatureCache:
 
         ``n`` is the expected number of rows; a file with another count is treated as corrupt.
         """
+        return self.files.read(key, self._reader(n))
 
+    @staticmethod
+    def _reader(n: int | None) -> Callable[[Path], dict]:
         def read(p: Path) -> dict:
             with np.load(p, allow_pickle=False) as z:
                 missing = [x for x in REQUIRED_KEYS if x not in z.files]
@@ -82,11 +87,33 @@ class FeatureCache:
                 raise ValueError(f"inconsistent row counts {sorted(rows)} (expected {n})")
             return out
 
-        return self.files.read(key, read)
+        return read
 
     def save(self, key: str, arrays: Mapping[str, np.ndarray], meta: Mapping) -> Path:
         """Write ``arrays`` and ``meta`` (JSON-able) atomically; return the file path."""
-        payload = {"meta": np.array(json.dumps(dict(meta))), **dict(arrays)}
-        path = self.files.write(key, lambda f: np.savez(f, **payload))
+        path = self.files.write(key, lambda f: _dump(f, {**arrays, "meta": meta}))
         assert path is not None  # errors="raise"
         return path
+
+    def load_or_compute(
+        self,
+        key: str,
+        n: int,
+        compute: Callable[[], Mapping[str, np.ndarray]],
+        meta: Mapping,
+    ) -> tuple[dict, bool]:
+        """``(arrays, True)`` from the cache, else ``(compute(), False)`` after saving them
+        with ``meta``; computed once across processes (:meth:`FileCache.read_or_make
+        <quorum.cache.FileCache.read_or_make>`)."""
+        return self.files.read_or_make(
+            key,
+            self._reader(n),
+            lambda: {**compute(), "meta": dict(meta)},
+            _dump,
+        )
+
+
+def _dump(f, entry: Mapping) -> None:
+    """``entry``: the arrays and ``meta`` (a JSON-able mapping) as one ``.npz``."""
+    arrays = {k: v for k, v in entry.items() if k != "meta"}
+    np.savez(f, meta=np.array(json.dumps(dict(entry["meta"]))), **arrays)

@@ -204,14 +204,7 @@ class FeatureExtractor:
         key_model = model if not prof.light else f"{model}|{ling_fn.spec()}"
         timings: dict[str, Any] = dict.fromkeys(("linguistic", "embedding", "knn"), 0.0)
 
-        store = FeatureCache(self.cache_dir) if self.cache else None
-        key = cache_key(texts, model=key_model, language=langs, k=self.k) if store else ""
-        hit = store.load(key, n=len(texts)) if store else None
-        if hit is not None:
-            ling, emb = hit["linguistic"], hit["embeddings"]
-            dist, nbr = hit["distances"], hit["neighbours"]
-            timings["load"] = time.perf_counter() - t0
-        else:
+        def compute() -> dict[str, np.ndarray]:
             lang_arg = langs if langs else "en"
             if resolve_engine(self.engine) == "ray":
                 ling, emb = self._on_ray(texts, langs, lang_arg, prof, ling_fn, timings)
@@ -231,20 +224,28 @@ class FeatureExtractor:
             t = time.perf_counter()
             dist, nbr = knn_search(emb, self.k, self.n_threads)
             timings["knn"] = time.perf_counter() - t
-            if store:
-                meta = {
-                    "version": PIPELINE_VERSION,
-                    "model": model,
-                    "profile": prof.name,
-                    "k": self.k,
-                    "language": lang_label,
-                    "n": len(texts),
-                }
-                store.save(
-                    key,
-                    {"embeddings": emb, "linguistic": ling, "distances": dist, "neighbours": nbr},
-                    meta,
-                )
+            return {"embeddings": emb, "linguistic": ling, "distances": dist, "neighbours": nbr}
+
+        if self.cache:
+            meta = {
+                "version": PIPELINE_VERSION,
+                "model": model,
+                "profile": prof.name,
+                "k": self.k,
+                "language": lang_label,
+                "n": len(texts),
+            }
+            key = cache_key(texts, model=key_model, language=langs, k=self.k)
+            # computed once across processes: a second one waits for the first one's file
+            got, cached = FeatureCache(self.cache_dir).load_or_compute(
+                key, len(texts), compute, meta
+            )
+        else:
+            got, cached = compute(), False
+        if cached:
+            timings["load"] = time.perf_counter() - t0
+        ling, emb = got["linguistic"], got["embeddings"]
+        dist, nbr = got["distances"], got["neighbours"]
 
         t = time.perf_counter()
         raw = np.hstack([ling, dist.astype(np.float64)])
@@ -252,7 +253,7 @@ class FeatureExtractor:
         phi = self.scaler_.transform(raw)
         timings["scaling"] = time.perf_counter() - t
         timings["total"] = time.perf_counter() - t0
-        timings["cached"] = hit is not None
+        timings["cached"] = cached
 
         self.embeddings_ = emb
         self.language_ = langs

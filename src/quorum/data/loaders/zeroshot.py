@@ -103,29 +103,33 @@ def zero_shot_annotations(
         raise ValueError(f"zero-shot annotator {name!r}: no description for labels {missing}")
     texts = items["text"].astype("str").tolist()
     ids = items["item_id"].astype("str").to_numpy()
-    got = None
-    store = key = None
+
+    def predict() -> tuple[list, list]:
+        return _predict(texts, labels, descs, temperature) if texts else ([], [])
+
+    def dump(f, got: tuple[list, list]) -> None:
+        payload = {
+            "version": CACHE_VERSION,
+            "model": MODEL,
+            "temperature": temperature,
+            "labels": labels,
+            "descriptions": [descs[lab] for lab in labels],
+            "n": len(texts),
+            "outputs": got[0],
+            "confidence": got[1],
+        }
+        f.write(json.dumps(payload).encode())
+
     if use_cache and texts:
         key = cache_key(texts, labels, descs, temperature=temperature)
         if cache_dir is not None:
             store = FileCache(cache_dir, ".json", what="annotator")
         else:
             store = FileCache.under(CACHE_KIND, ".json", what="annotator")
-        got = store.read(key, _reader(len(texts), labels))
-    if got is None:
-        got = _predict(texts, labels, descs, temperature) if texts else ([], [])
-        if store is not None and key is not None:
-            payload = {
-                "version": CACHE_VERSION,
-                "model": MODEL,
-                "temperature": temperature,
-                "labels": labels,
-                "descriptions": [descs[lab] for lab in labels],
-                "n": len(texts),
-                "outputs": got[0],
-                "confidence": got[1],
-            }
-            store.write(key, lambda f: f.write(json.dumps(payload).encode()), errors="warn")
+        # predicted once across processes (a second one waits for the first one's file)
+        got, _ = store.read_or_make(key, _reader(len(texts), labels), predict, dump, errors="warn")
+    else:
+        got = predict()
     outputs, conf = got
     return pd.DataFrame(
         {
