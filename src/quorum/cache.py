@@ -147,7 +147,7 @@ class FileCache:
                 lock.acquire(timeout=0)
             except Timeout:
                 log.warning(
-                    "another process is computing this %s (lock %s): waiting for it",
+                    "another process is computing this %s cache entry (lock %s): waiting for it",
                     self.what,
                     path,
                 )
