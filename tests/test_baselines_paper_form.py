@@ -256,6 +256,47 @@ def test_best_thresholds_cheapest_tuple_within_epsilon():
     assert not found and th.tolist() == [0.0, 0.0]
 
 
+def _best_thresholds_by_brute_force(u_cal, loss, weights, tier_cost, epsilon, alpha, n_grid=41):
+    """best_thresholds as first written: every combination's tiers, loss and bound."""
+    from itertools import combinations_with_replacement
+
+    from quorum.baselines.hypac import clt_ucb
+
+    k = loss.shape[0] - 1
+    grid = np.unique(u_cal)
+    if len(grid) > n_grid:
+        grid = np.unique(np.quantile(u_cal, np.linspace(0.0, 1.0, n_grid), method="lower"))
+    combos = np.array(list(combinations_with_replacement(range(len(grid)), k)), dtype=np.int64)
+    best = None
+    cols = np.arange(len(u_cal))
+    th = grid[combos].reshape(len(combos), k)
+    tiers = (u_cal[None, None, :] > th[:, :, None]).sum(axis=1)
+    x = loss[tiers, cols[None, :]] * weights[None, :]
+    ok = clt_ucb(x, alpha) <= epsilon
+    if ok.any():
+        cost = np.where(ok, tier_cost[tiers].sum(axis=1), np.inf)
+        j = int(np.argmin(cost))
+        best = th[j]
+    return (np.zeros(k), False) if best is None else (np.asarray(best, dtype=float), True)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_best_thresholds_is_the_brute_force_search(seed):
+    """The search by grid rows and cost pruning finds the same tuple as trying them all
+    (ties in u and in cost included; small chunks, so pruning across chunks is used)."""
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(5, 60)), int(rng.integers(0, 4))
+    u = rng.choice(rng.random(int(rng.integers(2, 30))), n)  # repeated values: ties
+    loss = np.vstack([(rng.random((k, n)) < rng.random((k, 1))).astype(float), np.zeros(n)])
+    weights = rng.choice([1.0, 2.0], n)
+    cost = np.sort(rng.choice([0.01, 0.02, 0.05, 0.1], k + 1))
+    eps = float(rng.choice([0.05, 0.2, 0.5]))
+    want = _best_thresholds_by_brute_force(u, loss, weights, cost, eps, 0.1, n_grid=9)
+    got = best_thresholds(u, loss, weights, cost, eps, 0.1, n_grid=9, chunk=7)
+    assert got[1] == want[1]
+    np.testing.assert_array_equal(got[0], want[0])
+
+
 def test_hypac_auditor_falls_back_to_the_strongest_llm_when_humans_run_out():
     # epsilon 0 cannot be met (the labeller is always wrong): every item wants a human
     res, _ = route("hypac", case(), b=4, epsilon=0.0)

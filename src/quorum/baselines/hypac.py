@@ -80,18 +80,29 @@ def best_thresholds(
     combos = np.array(list(combinations_with_replacement(range(len(grid)), k)), dtype=np.int64)
     best, best_cost = None, np.inf
     cols = np.arange(len(u_cal))
+    # tier of item i under thresholds (g_1..g_k): sum_j [u_i > grid[g_j]], from one row per
+    # grid value (small integers: the same tiers as comparing every combination anew)
+    above = (u_cal[None, :] > grid[:, None]).astype(np.uint8)  # (grid, n)
+    weighted = loss * weights[None, :]  # x = weighted[tier_i, i]: the same products
     for s in range(0, len(combos), chunk):
-        th = grid[combos[s : s + chunk]]  # (c, k)
-        tiers = (u_cal[None, None, :] > th[:, :, None]).sum(axis=1)  # (c, n)
-        x = loss[tiers, cols[None, :]] * weights[None, :]
+        idx = combos[s : s + chunk]
+        tiers = np.zeros((len(idx), len(u_cal)), dtype=np.uint8)  # (c, n)
+        for j in range(k):
+            tiers += above[idx[:, j]]
+        cost = tier_cost[tiers].sum(axis=1)
+        # only a combination cheaper than the best so far can replace it (strict '<'), so
+        # the bound is computed for those alone (row by row: the same numbers)
+        cand = np.flatnonzero(cost < best_cost)
+        if len(cand) == 0:
+            continue
+        x = weighted[tiers[cand], cols[None, :]]
         ok = clt_ucb(x, alpha) <= epsilon
         if not ok.any():
             continue
-        cost = tier_cost[tiers].sum(axis=1)
-        cost = np.where(ok, cost, np.inf)
-        j = int(np.argmin(cost))  # first of the cheapest, as the authors' strict '<'
-        if cost[j] < best_cost:
-            best, best_cost = th[j], float(cost[j])
+        cost_ok = np.where(ok, cost[cand], np.inf)
+        j = int(np.argmin(cost_ok))  # first of the cheapest, as the authors' strict '<'
+        if cost_ok[j] < best_cost:
+            best, best_cost = grid[idx[cand[j]]], float(cost_ok[j])
     if best is None:
         return np.zeros(k), False
     return np.asarray(best, dtype=np.float64), True
