@@ -71,6 +71,8 @@ def main() -> None:
         texts, lang = load_texts(name)
         if args.limit:
             texts = texts[: args.limit]
+            if not isinstance(lang, str):  # one language per item: cut it too
+                lang = lang[: args.limit]
         n = len(texts)
         words = float(np.mean([len(x.split()) for x in texts])) if n else 0.0
         load_before = os.getloadavg()[0]
