@@ -60,6 +60,11 @@ def test_hashed_tagger_learns_context():
     assert acc > 0.95
     again = HashedTagger().fit(arrays[:150], tags[:150])
     np.testing.assert_array_equal(again.weights_, tagger.weights_)
+    # one thread or two: the same tagger (the one-vs-rest seeds are drawn before the split)
+    for n_jobs in (1, 2):
+        other = HashedTagger(n_jobs=n_jobs).fit(arrays[:150], tags[:150])
+        np.testing.assert_array_equal(other.weights_, tagger.weights_)
+        np.testing.assert_array_equal(other.bias_, tagger.bias_)
     assert tagger.predict(np.zeros((0, 6), dtype=np.uint64)).shape == (0,)
 
 

@@ -47,16 +47,24 @@ class HashedTagger:
     Features of token i: lower-cased form of tokens i-1, i, i+1; shape, prefix and suffix of
     token i; suffix of token i-1. Each is hashed into ``n_buckets`` one-hot columns.
     ``epochs`` passes of hinge-loss SGD with L2 penalty ``alpha``; ``seed`` fixes the
-    shuffling, so the same tokens give the same tagger.
+    shuffling, so the same tokens give the same tagger. ``n_jobs`` threads fit the
+    one-vs-rest problems (one per tag; -1: every core): scikit-learn draws their seeds
+    before it splits them, so the tagger is the same for any ``n_jobs``.
     """
 
     def __init__(
-        self, n_buckets: int = 2**18, epochs: int = 10, alpha: float = 1e-5, seed: int = 0
+        self,
+        n_buckets: int = 2**18,
+        epochs: int = 10,
+        alpha: float = 1e-5,
+        seed: int = 0,
+        n_jobs: int | None = -1,
     ) -> None:
         self.n_buckets = n_buckets
         self.epochs = epochs
         self.alpha = alpha
         self.seed = seed
+        self.n_jobs = n_jobs
 
     def _hashed(self, arr: np.ndarray) -> np.ndarray:
         """(n_tokens, 7) bucket indices of one document's tokens (``arr`` as ``_ATTRS``)."""
@@ -112,7 +120,7 @@ class HashedTagger:
         )
         clf = SGDClassifier(
             loss="hinge", alpha=self.alpha, max_iter=self.epochs, tol=None,
-            random_state=self.seed,
+            random_state=self.seed, n_jobs=self.n_jobs,
         )  # fmt: skip
         clf.fit(x, y.astype(np.int64))
         self.classes_ = clf.classes_.astype(np.uint64)
