@@ -12,8 +12,9 @@ from pandas.testing import assert_frame_equal
 from typer.testing import CliRunner
 
 from quorum.cli import app
-from quorum.data.io import load_folder, read_task, save_folder
+from quorum.data.io import load_folder, read_task
 from quorum.data.loaders import load_dataset
+from quorum.data.writer import save_folder
 from quorum.errors import DatasetNotFoundError, DataValidationError
 
 TASK_TOML = """\

@@ -11,9 +11,10 @@ from pandas.testing import assert_frame_equal
 from typer.testing import CliRunner
 
 from quorum.cli import app
-from quorum.data.io import load_folder, save_folder
+from quorum.data.io import load_folder
 from quorum.data.loaders import load_dataset
 from quorum.data.schema import drop_unusable
+from quorum.data.writer import save_folder
 from test_data_io import write_folder
 
 

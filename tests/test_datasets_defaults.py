@@ -10,8 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from quorum.cli import app
-from quorum.data.io import load_folder, save_folder
+from quorum.data.io import load_folder
 from quorum.data.loaders import load_dataset
+from quorum.data.writer import save_folder
 from quorum.errors import DataValidationError
 from quorum.simulate import select_task
 from test_data_io import write_folder

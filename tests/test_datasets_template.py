@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from quorum.data.io import load_folder, save_folder
+from quorum.data.io import load_folder
+from quorum.data.writer import save_folder
 from quorum.errors import DataValidationError
 from test_data_io import TASK_TOML, write_folder
 

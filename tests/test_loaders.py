@@ -12,9 +12,10 @@ from pandas.testing import assert_frame_equal
 from typer.testing import CliRunner
 
 from quorum.cli import app
-from quorum.data.io import load_folder, save_folder
+from quorum.data.io import load_folder
 from quorum.data.loaders import list_datasets, load_dataset
 from quorum.data.schema import Dataset, TaskType
+from quorum.data.writer import save_folder
 from quorum.errors import DatasetNotFoundError
 
 pytestmark = pytest.mark.realdata

@@ -12,7 +12,7 @@ _LAZY = {
     "load_dataset": "quorum.data.loaders",
     "list_datasets": "quorum.data.loaders",
     "load_folder": "quorum.data.io",
-    "save_folder": "quorum.data.io",
+    "save_folder": "quorum.data.writer",
 }
 
 __all__ = sorted(_LAZY)

@@ -239,8 +239,9 @@ def export_cmd(
     data_dir: Path | None = DataDirOpt,
 ) -> None:
     """Write a dataset as a canonical folder (task.toml, items.*, annotations.*, meta.json)."""
-    from quorum.data.io import FORMATS, save_folder
+    from quorum.data.io import FORMATS
     from quorum.data.loaders import load_dataset
+    from quorum.data.writer import save_folder
 
     if fmt not in FORMATS:
         raise _fail(ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}"))

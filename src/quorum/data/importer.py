@@ -18,9 +18,10 @@ from typing import Any
 
 import pandas as pd
 
-from quorum.data.io import FORMATS, META_FILE, TASK_FILES, Format, _toml_value, _write_table
+from quorum.data.io import FORMATS, META_FILE, TASK_FILES, Format
 from quorum.data.loaders._common import LETTERS, mc_text
 from quorum.data.schema import TaskType
+from quorum.data.writer import toml_value, write_table
 from quorum.errors import DatasetNotFoundError, DataValidationError
 
 __all__ = ["init_folder", "read_source", "write_template"]
@@ -300,13 +301,13 @@ def _write(
         "# An annotator without `price` and a missing `panel` get the default rule when the",
         "# folder is loaded (`quorum datasets show` says which defaults were used).",
     ]
-    lines += [f"{k} = {_toml_value(v)}" for k, v in task.items()]
+    lines += [f"{k} = {toml_value(v)}" for k, v in task.items()]
     for a in decl:
-        lines += ["", "[[annotators]]"] + [f"{k} = {_toml_value(v)}" for k, v in a.items()]
+        lines += ["", "[[annotators]]"] + [f"{k} = {toml_value(v)}" for k, v in a.items()]
     (folder / "task.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    _write_table(items.reset_index(drop=True), folder / f"items.{fmt}", fmt)
+    write_table(items.reset_index(drop=True), folder / f"items.{fmt}", fmt)
     if len(ann):
-        _write_table(ann, folder / f"annotations.{fmt}", fmt)
+        write_table(ann, folder / f"annotations.{fmt}", fmt)
     if notes:
         (folder / META_FILE).write_text(json.dumps({"notes": notes}, indent=1) + "\n", "utf-8")
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from quorum.data.io import jsonable
+from quorum.data.writer import jsonable
 from quorum.errors import ConfigError
 from quorum.live.calls import Redactor
 from quorum.live.config import ProjectConfig
