@@ -16,6 +16,7 @@ from pathlib import Path
 
 from quorum.data.loaders import classification as _c
 from quorum.data.loaders import summarization as _s
+from quorum.data.loaders import unannotated as _u
 from quorum.data.loaders._common import annotator_scores, rank_prices, unigram_f1
 from quorum.data.paths import data_dir as _default_data_dir
 from quorum.data.schema import Dataset
@@ -64,9 +65,9 @@ DATASETS: tuple[DatasetEntry, ...] = (
         tuple(_c.STANCE_FILES),
         "GPT-4o-mini x 11 prompts",
     ),
-    DatasetEntry("ag-news", _c.AG_NEWS_FILE, _c.load_ag_news, summary="no annotators"),
-    DatasetEntry("sst2", _c.SST2_FILE, _c.load_sst2, summary="no annotators"),
-    DatasetEntry("jmmlu", _c.JMMLU_FILE, _c.load_jmmlu, summary="no annotators"),
+    DatasetEntry("ag-news", _u.AG_NEWS_FILE, _u.load_ag_news, summary="no annotators"),
+    DatasetEntry("sst2", _u.SST2_FILE, _u.load_sst2, summary="no annotators"),
+    DatasetEntry("jmmlu", _u.JMMLU_FILE, _u.load_jmmlu, summary="no annotators"),
     DatasetEntry(
         "summ-goyal22", _s.GOYAL_FILE, _s.load_goyal22, _s.goyal_sources, "Goyal et al. 2022"
     ),

@@ -34,6 +34,11 @@ def source_file(root: Path, rel: str, name: str) -> Path:
     return path
 
 
+def read_text_csv(path: Path, **kw) -> pd.DataFrame:
+    """A CSV with every column as a string and no NA guessing ("" stays "")."""
+    return pd.read_csv(path, dtype=str, keep_default_na=False, **kw)
+
+
 def require_rows(
     df: pd.DataFrame, name: str, path: Path, reason: str = "the file has no data rows"
 ) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Loaders for the classification and multiple-choice sets in the shared data folder."""
+"""Loaders for the classification and multiple-choice sets that record annotators' answers."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pandas as pd
 from quorum.data.loaders._common import (
     LETTERS,
     blank_to_na,
-    empty_annotations,
     finalize,
     mc_text,
+    read_text_csv,
     require_rows,
     source_file,
     wide_to_long,
@@ -32,16 +32,9 @@ STANCE_FILES = {
     "es": "coannotating_catalan_stance/stance_ES_gpt4omini_11prompts.csv",
     "cat": "coannotating_catalan_stance/stance_CAT_gpt4omini_11prompts.csv",
 }
-AG_NEWS_FILE = "ag_news_test/ag_news_test.csv"
-SST2_FILE = "sst2_dev/sst2_dev.csv"
-JMMLU_FILE = "jmmlu/jmmlu.csv"
 
 #: FrugalML meta.csv, USD per 10,000 texts (quoted in imdb_mlapi/README.md)
 IMDB_PRICE_PER_10K = {"google": 2.5, "baidu": 3.5, "amazon": 0.75, "vader": 0.001}
-
-
-def _read_csv(path: Path, **kw) -> pd.DataFrame:
-    return pd.read_csv(path, dtype=str, keep_default_na=False, **kw)
 
 
 def _letters(n: int) -> list[str]:
@@ -52,7 +45,7 @@ def _letters(n: int) -> list[str]:
 def load_mmlu_redux(root: Path, sub: str | None, name: str) -> Dataset:
     """MMLU-Redux questions with the HELM answers of up to 20 LLMs."""
     path = source_file(root, MMLU_FILE, name)
-    df = require_rows(_read_csv(path), name, path)
+    df = require_rows(read_text_csv(path), name, path)
     choices = df["choices"].map(lambda s: [str(c) for c in ast.literal_eval(s)])
     labels = _letters(int(choices.map(len).max()))
     items = pd.DataFrame(
@@ -101,7 +94,7 @@ def css_tasks(root: Path) -> list[str]:
 def load_llms_for_css(root: Path, sub: str | None, name: str) -> Dataset:
     """One task of Ziems et al. 2023 (LLMs for CSS) with 13 LLMs' zero-shot labels."""
     path = source_file(root, CSS_FILE, name)
-    all_rows = _read_csv(path)
+    all_rows = read_text_csv(path)
     df = all_rows.loc[all_rows["task"] == sub].reset_index(drop=True)
     if df.empty:
         found = sorted(all_rows["task"].unique())
@@ -238,7 +231,7 @@ def load_sentimp_en(root: Path, sub: str | None, name: str) -> Dataset:
     zero-shot, see :mod:`quorum.data.loaders.zeroshot`) and cached on disk.
     """
     path = source_file(root, SENTIMP_FILE, name)
-    df = require_rows(_read_csv(path), name, path)
+    df = require_rows(read_text_csv(path), name, path)
     label_cols = sorted(
         (c for c in df if re.fullmatch(r"label_\d+", c)), key=lambda c: int(c.split("_")[1])
     )
@@ -300,7 +293,7 @@ def _label_int(s: pd.Series) -> pd.Series:
 def load_stance(root: Path, sub: str | None, name: str) -> Dataset:
     """Catalonia-independence stance: GPT-4o-mini under 11 prompts, with confidences."""
     path = source_file(root, STANCE_FILES[str(sub)], name)
-    df = require_rows(_read_csv(path), name, path)
+    df = require_rows(read_text_csv(path), name, path)
     ks = sorted(int(m.group(1)) for c in df if (m := re.fullmatch(r"parsed_response(\d+)", c)))
     items = pd.DataFrame(
         {
@@ -342,93 +335,4 @@ def load_stance(root: Path, sub: str | None, name: str) -> Dataset:
             "all priced 0.01 (our choice); the panel is prompts p1-p3 (our choice)",
             "confidences are self-reported by the model",
         ],
-    )
-
-
-# ------------------------------------------------------------------------ no predictions
-def load_ag_news(root: Path, sub: str | None, name: str) -> Dataset:
-    """AG News test split (4 topics), no recorded annotators."""
-    path = source_file(root, AG_NEWS_FILE, name)
-    df = require_rows(_read_csv(path), name, path)
-    names = df.groupby("label")["label_name"].first()
-    labels = sorted(names.index, key=int)
-    items = pd.DataFrame(
-        {
-            "item_id": df["item_index"],
-            "text": df["title"].str.strip() + "\n" + df["description"].str.strip(),
-            "gold": df["label"].str.strip(),
-            "language": "en",
-            "title": df["title"],
-        }
-    )
-    return finalize(
-        name,
-        TaskType.classification,
-        items,
-        empty_annotations(),
-        kinds={},
-        sources=[path],
-        labels=labels,
-        label_names={k: str(names[k]) for k in labels},
-        description="AG's News topic classification, test split",
-        notes=["no recorded annotators; text = title + newline + description (escapes kept)"],
-    )
-
-
-def load_sst2(root: Path, sub: str | None, name: str) -> Dataset:
-    """GLUE SST-2 dev set, no recorded annotators."""
-    path = source_file(root, SST2_FILE, name)
-    df = require_rows(_read_csv(path), name, path)
-    items = pd.DataFrame(
-        {
-            "item_id": df["idx"],
-            "text": df["sentence"],
-            "gold": df["label"].str.strip(),
-            "language": "en",
-        }
-    )
-    return finalize(
-        name,
-        TaskType.classification,
-        items,
-        empty_annotations(),
-        kinds={},
-        sources=[path],
-        labels=["0", "1"],
-        label_names={"0": "negative", "1": "positive"},
-        description="GLUE SST-2 dev (validation) set",
-        notes=["no recorded annotators; sentences are tokenised and lower-cased as in GLUE"],
-    )
-
-
-def load_jmmlu(root: Path, sub: str | None, name: str) -> Dataset:
-    """JMMLU (Japanese MMLU, CC BY-SA part), no recorded annotators."""
-    path = source_file(root, JMMLU_FILE, name)
-    df = require_rows(_read_csv(path), name, path)
-    opt_cols = [c for c in LETTERS if c in df.columns]
-    choices = pd.Series(df[opt_cols].to_numpy().tolist(), index=df.index).map(
-        lambda cs: [str(c) for c in cs]
-    )
-    items = pd.DataFrame(
-        {
-            "item_id": df["subject"] + "/" + df["row_in_subject"],
-            "text": mc_text(df["question"], choices),
-            "gold": df["answer"].str.strip(),
-            "choices": choices,
-            "language": "ja",
-            "subject": df["subject"],
-            "question": df["question"],
-        }
-    )
-    return finalize(
-        name,
-        TaskType.multiple_choice,
-        items,
-        empty_annotations(),
-        kinds={},
-        sources=[path],
-        labels=opt_cols,
-        language="ja",
-        description="JMMLU: Japanese MMLU, four-choice questions",
-        notes=["no recorded annotators"],
     )
