@@ -299,7 +299,8 @@ def init_cmd(
     rows become items and its answer columns (or --answers-file) the annotations; prices
     and panel not given get the default rule when the folder is loaded.
     """
-    from quorum.data.importer import init_folder, write_template
+    from quorum.data.importer import init_folder
+    from quorum.data.template import write_template
 
     try:
         if source is None:
