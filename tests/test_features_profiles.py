@@ -9,7 +9,8 @@ import pytest
 
 from quorum.features import pipeline as pl
 from quorum.features.cache import cache_key
-from quorum.features.fast_linguistic import HashedTagger, LightLinguistic, _sample
+from quorum.features.fast_linguistic import LightLinguistic, _sample
+from quorum.features.hashed_tagger import HashedTagger
 from quorum.features.linguistic import linguistic_features
 from quorum.features.profiles import ENV_VAR, resolve_profile
 from quorum.models.embedders import MINILM_NAME

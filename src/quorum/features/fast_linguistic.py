@@ -24,6 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from quorum.features.hashed_tagger import (
+    LENGTH,
+    LOWER,
+    ORTH,
+    TOKEN_ATTRS,
+    HashedTagger,
+)
 from quorum.features.linguistic import (
     _CONTENT_POS,
     _HAS_WORD,
@@ -35,117 +42,6 @@ from quorum.features.linguistic import (
     normalise_language,
     spacy_pipeline,
 )
-
-#: spaCy token attributes read for each token, in this column order
-_ATTRS = ("ORTH", "LOWER", "LENGTH", "SHAPE", "PREFIX", "SUFFIX")
-_ORTH, _LOWER, _LENGTH, _SHAPE, _PREFIX, _SUFFIX = range(6)
-
-
-class HashedTagger:
-    """Linear part-of-speech tagger over hashed token features (sklearn ``SGDClassifier``).
-
-    Features of token i: lower-cased form of tokens i-1, i, i+1; shape, prefix and suffix of
-    token i; suffix of token i-1. Each is hashed into ``n_buckets`` one-hot columns.
-    ``epochs`` passes of hinge-loss SGD with L2 penalty ``alpha``; ``seed`` fixes the
-    shuffling, so the same tokens give the same tagger. ``n_jobs`` threads fit the
-    one-vs-rest problems (one per tag; -1: every core): scikit-learn draws their seeds
-    before it splits them, so the tagger is the same for any ``n_jobs``.
-    """
-
-    def __init__(
-        self,
-        n_buckets: int = 2**18,
-        epochs: int = 10,
-        alpha: float = 1e-5,
-        seed: int = 0,
-        n_jobs: int | None = -1,
-    ) -> None:
-        self.n_buckets = n_buckets
-        self.epochs = epochs
-        self.alpha = alpha
-        self.seed = seed
-        self.n_jobs = n_jobs
-
-    def _hashed(self, arr: np.ndarray) -> np.ndarray:
-        """(n_tokens, 7) bucket indices of one document's tokens (``arr`` as ``_ATTRS``)."""
-        a = arr.astype(np.uint64, copy=False)
-
-        def shift(col: np.ndarray, by: int) -> np.ndarray:
-            """col moved ``by`` places (positive: the token before), zero-padded."""
-            z = np.zeros(abs(by), dtype=np.uint64)
-            if len(col) <= abs(by):
-                return np.zeros(len(col), dtype=np.uint64)
-            return np.concatenate([z, col[:-by]]) if by > 0 else np.concatenate([col[-by:], z])
-
-        lower, shape, suffix = a[:, _LOWER], a[:, _SHAPE], a[:, _SUFFIX]
-        cols = (
-            a[:, _ORTH],
-            lower,
-            shift(lower, 1),
-            shift(lower, -1),
-            shift(lower, 2),
-            shift(lower, -2),
-            shape,
-            shift(shape, 1),
-            shift(shape, -1),
-            a[:, _PREFIX],
-            suffix,
-            shift(suffix, 1),
-            shift(suffix, -1),
-        )
-        out = np.empty((len(a), len(cols)), dtype=np.int64)
-        b = np.uint64(self.n_buckets)
-        with np.errstate(over="ignore"):
-            for j, c in enumerate(cols):
-                out[:, j] = ((c * np.uint64(2 * j + 1_000_003)) + np.uint64(j)) % b
-        return out
-
-    def fit(self, arrays: Sequence[np.ndarray], tags: Sequence[np.ndarray]) -> HashedTagger:
-        """Learn from documents' token arrays and their POS ids (one array per document)."""
-        import scipy.sparse as sp
-        from sklearn.linear_model import SGDClassifier
-
-        feats = np.concatenate([self._hashed(a) for a in arrays if len(a)])
-        y = np.concatenate([t for a, t in zip(arrays, tags, strict=True) if len(a)])
-        classes = np.unique(y)
-        if len(classes) < 2:  # nothing to learn: always the one tag seen
-            self.classes_ = classes.astype(np.uint64)
-            self.weights_ = np.zeros((self.n_buckets, 1), dtype=np.float32)
-            self.bias_ = np.zeros(1, dtype=np.float32)
-            return self
-        rows = np.repeat(np.arange(len(feats)), feats.shape[1])
-        x = sp.csr_matrix(
-            (np.ones(feats.size, dtype=np.float64), (rows, feats.ravel())),
-            shape=(len(feats), self.n_buckets),
-        )
-        clf = SGDClassifier(
-            loss="hinge", alpha=self.alpha, max_iter=self.epochs, tol=None,
-            random_state=self.seed, n_jobs=self.n_jobs,
-        )  # fmt: skip
-        clf.fit(x, y.astype(np.int64))
-        self.classes_ = clf.classes_.astype(np.uint64)
-        self.weights_ = np.ascontiguousarray(clf.coef_.T, dtype=np.float32)
-        self.bias_ = clf.intercept_.astype(np.float32)
-        return self
-
-    def predict(self, arr: np.ndarray) -> np.ndarray:
-        """POS ids (uint64, spaCy's ``POS`` values) of one document's tokens."""
-        return self.predict_many([arr])[0]
-
-    def predict_many(self, arrays: Sequence[np.ndarray], chunk: int = 200_000) -> list[np.ndarray]:
-        """:meth:`predict` of many documents, scored ``chunk`` tokens at a time."""
-        lengths = [len(a) for a in arrays]
-        if not sum(lengths):
-            return [np.zeros(0, dtype=np.uint64) for _ in arrays]
-        feats = np.concatenate([self._hashed(a) for a in arrays if len(a)])
-        tags = np.empty(len(feats), dtype=np.uint64)
-        for s in range(0, len(feats), chunk):
-            part = feats[s : s + chunk]
-            scores = np.broadcast_to(self.bias_, (len(part), len(self.bias_))).copy()
-            for j in range(part.shape[1]):
-                scores += self.weights_[part[:, j]]
-            tags[s : s + chunk] = self.classes_[np.argmax(scores, axis=1)]
-        return np.split(tags, np.cumsum(lengths)[:-1])
 
 
 def _sample(lengths: np.ndarray, sample_tokens: int, seed: int = 0) -> np.ndarray:
@@ -231,11 +127,11 @@ def _lookup(table: np.ndarray, pos: np.ndarray) -> np.ndarray:
 
 
 def _tokens(texts: list[str], language: str, batch_size: int) -> tuple[list, list[np.ndarray]]:
-    """spaCy tokeniser docs and their (n_tokens, 6) ``_ATTRS`` arrays."""
+    """spaCy tokeniser docs and their (n_tokens, 6) ``TOKEN_ATTRS`` arrays."""
     from spacy import attrs
 
     nlp = spacy_pipeline(language)
-    ids = [getattr(attrs, a) for a in _ATTRS]
+    ids = [getattr(attrs, a) for a in TOKEN_ATTRS]
     docs = list(nlp.tokenizer.pipe(texts, batch_size=max(batch_size, 256)))
     return docs, [d.to_array(ids).astype(np.uint64).reshape(-1, len(ids)) for d in docs]
 
@@ -261,7 +157,7 @@ def fit_sample(
         tagged = [docs[i] for i in chosen]
     else:
         tagged = list(nlp.tokenizer.pipe([texts[i] for i in chosen], batch_size=256))
-    ids = [getattr(attrs, a) for a in _ATTRS]
+    ids = [getattr(attrs, a) for a in TOKEN_ATTRS]
     arrays = [d.to_array(ids).astype(np.uint64).reshape(-1, len(ids)) for d in tagged]
     for _, proc in nlp.pipeline:
         tagged = list(proc.pipe(tagged, batch_size=batch_size))
@@ -309,13 +205,13 @@ def _light_group(
     doc = np.repeat(np.arange(n), lengths)
     tags = np.concatenate([p if p is not None else np.zeros(0, np.uint64) for p in pos])
     strings = nlp.vocab.strings
-    uniq, inv = np.unique(tok[:, _ORTH], return_inverse=True)
+    uniq, inv = np.unique(tok[:, ORTH], return_inverse=True)
     is_word = np.array([bool(_HAS_WORD.search(strings[int(o)])) for o in uniq], dtype=bool)
     words = is_word[inv.reshape(-1)]
     n_words = np.bincount(doc, weights=words, minlength=n)
-    chars = np.bincount(doc, weights=np.where(words, tok[:, _LENGTH], 0), minlength=n)
+    chars = np.bincount(doc, weights=np.where(words, tok[:, LENGTH], 0), minlength=n)
     # distinct lower-cased words per text: sort (text, form) pairs, count the changes
-    wd, wl = doc[words], tok[words, _LOWER]
+    wd, wl = doc[words], tok[words, LOWER]
     order = np.lexsort((wl, wd))
     wd, wl = wd[order], wl[order]
     first = np.ones(len(wd), dtype=bool)
