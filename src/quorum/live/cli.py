@@ -149,6 +149,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
     ) -> None:
         """Progress, spending and calls of a project, from its ledger."""
+        from quorum.live.agreement import agreement_lines
         from quorum.live.config import load_project
         from quorum.live.runner import status
 
@@ -194,6 +195,8 @@ def register(app: typer.Typer) -> None:
                     for p in st["human_team"]
                 )
             )
+        for line in agreement_lines(st["agreement"]):
+            con.print(line)
         if st["held_for_humans"] != "0":
             con.print(f"held for pending human labels: ${st['held_for_humans']}")
         if st["interrupted_calls"]:

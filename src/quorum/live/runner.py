@@ -22,6 +22,7 @@ import pandas as pd
 
 from quorum.data.io import jsonable
 from quorum.errors import ConfigError
+from quorum.live.agreement import agreement_summary
 from quorum.live.calls import Redactor
 from quorum.live.config import ProjectConfig
 from quorum.live.human_book import HumanBook
@@ -529,6 +530,7 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         slots = HumanBook(ledger).labels()
         runs = int(ledger.query("SELECT count(*) FROM runs")[0][0])
         links = _human_links(cfg, tasks.loc[tasks["status"] == "pending", "item_id"].tolist())
+        agreement = agreement_summary(ledger, cfg.task.labels)
     finally:
         ledger.close()
     limit_u = to_units(cfg.budget.limit)
@@ -563,6 +565,7 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         "runs": runs,
         "last_run": dict(last) if last is not None else None,
         "router_decisions": _decisions_of(last),
+        "agreement": agreement,
         "pending_humans": pending["item_id"].tolist(),
         "human_links": links,
         "queue": (
