@@ -16,14 +16,14 @@ from __future__ import annotations
 import base64
 import json
 import shutil
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from quorum.bench.runner import BenchRun
-from quorum.bench.tables import Table, TableFile
+from quorum.bench.tables import TableFile
 from quorum.pages import md_inline as _md_inline
 from quorum.pages import render
+from quorum.pages.tables import table_html as _table_html
 
 FIGURE_CAPTIONS = {
     "pareto_auditor": "Cost vs quality, auditor style: one point per method and budget; dashed: "
@@ -194,16 +194,6 @@ def write_html(outdir: str | Path, target: str | Path | None = None) -> Path:
     target = Path(target) if target else out / "report.html"
     target.write_text(page, encoding="utf-8")
     return target
-
-
-def _table_html(t: Table) -> str:
-    """``Table.to_html`` with the caption's Markdown (bold, italics, code, underline) rendered:
-    ``to_html`` escapes it, so the page showed ``**Bold**`` and ``<u>underlined</u>`` literally."""
-    body = replace(t, caption="").to_html()
-    if not t.caption:
-        return body
-    head, sep, rest = body.partition("</h3>")
-    return f"{head}{sep}<div class='caption'>{_md_inline(t.caption)}</div>{rest}"
 
 
 def export(outdir: str | Path, target: str | Path) -> Path:

@@ -662,8 +662,12 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
 
 def export(cfg: ProjectConfig, fmt: str, out: Path | None) -> Path:
     fmt = fmt.lower()
+    if fmt == "hf":  # a Hugging Face datasets folder with its card (quorum.live.export_hf)
+        from quorum.live.export_hf import write_hf
+
+        return write_hf(cfg, out)
     if fmt not in ("csv", "jsonl", "parquet"):
-        raise ConfigError(f"unknown export format {fmt!r}; use csv, jsonl or parquet")
+        raise ConfigError(f"unknown export format {fmt!r}; use csv, jsonl, parquet or hf")
     df = export_frame(cfg)
     out = out or cfg.root / f"{cfg.name}-labels.{fmt}"
     for up in out.parents:

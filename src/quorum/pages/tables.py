@@ -7,7 +7,7 @@ the paper's marks of the best and second-best mean.
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 
@@ -78,3 +78,15 @@ class Table:
     def from_json(cls, d: dict[str, Any]) -> Table:
         rows = [[Cell(c["text"], c["mark"]) for c in r] for r in d["rows"]]
         return cls(d["title"], d["header"], rows, d.get("caption", ""))
+
+
+def table_html(t: Table) -> str:
+    """``Table.to_html`` with the caption's Markdown (bold, italics, code, underline) rendered:
+    ``to_html`` escapes it, so the page showed ``**Bold**`` and ``<u>underlined</u>`` literally."""
+    from quorum.pages import md_inline
+
+    body = replace(t, caption="").to_html()
+    if not t.caption:
+        return body
+    head, sep, rest = body.partition("</h3>")
+    return f"{head}{sep}<div class='caption'>{md_inline(t.caption)}</div>{rest}"
