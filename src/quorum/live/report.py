@@ -241,6 +241,10 @@ def _money_figure(spending: pd.DataFrame, budget: float) -> str:
         .cumsum()
         / 1e9
     )
+    # hold the last totals a little past the last call, so the last step is drawn
+    span = (cum.index[-1] - cum.index[0]) if len(cum) > 1 else pd.Timedelta(0)
+    end = cum.index[-1] + max(span * 0.03, pd.Timedelta(seconds=1))
+    cum = pd.concat([cum, cum.iloc[[-1]].set_axis([end])])
     fig, ax = plt.subplots(figsize=(8, 3.2))
     colors = plt.get_cmap("tab10").colors
     ax.stackplot(
@@ -610,8 +614,8 @@ def _quality(st: dict[str, Any]) -> dict:
             "quality",
             [
                 _p(
-                    "No estimate: this run has no estimated accuracy (it needs checked human "
-                    "labels to compare with).",
+                    "No estimate: this run has no estimated accuracy (no quality_estimate "
+                    "in quorum status --json).",
                     "none",
                 )
             ],
