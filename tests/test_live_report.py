@@ -264,6 +264,12 @@ def test_tasks_decisions_and_quality(page, project) -> None:
     if "dollars_strategy" in dec:
         assert any(x.startswith("Strategy: ") and dec["dollars_strategy"] in x.lower()
                    for x in items), items  # fmt: skip
+    # the machine annotators the ledger has no call of are named
+    called = {a["annotator"] for a in st["per_annotator"] if a["calls"]}
+    unasked = [a for a in ("smol-a", "smol-b") if a not in called]
+    never = [x for x in items if x.startswith("Never asked")]
+    assert never == ([f"Never asked (no call in the ledger): {', '.join(unasked)}."]
+                     if unasked else []), items  # fmt: skip
     quality = js(page, "return document.querySelector('#quality').innerText")
     if st.get("quality_estimate") is None:
         assert "No estimate" in quality

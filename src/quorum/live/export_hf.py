@@ -167,7 +167,7 @@ def push_to_hub(folder: Path, repo: str, private: bool = True) -> str:
 def dataset_card(cfg: ProjectConfig, frame: pd.DataFrame, st: dict[str, Any]) -> str:
     """The dataset card (README.md): YAML metadata, then the facts a reader needs."""
     from quorum.live.agreement import agreement_lines
-    from quorum.live.report import QUALITY_KEYS, decision_lines
+    from quorum.live.report import QUALITY_KEYS, run_decision_lines
 
     labels = [str(x) for x in (cfg.task.labels or [])]
     names = cfg.task.label_names or {}
@@ -258,7 +258,7 @@ def dataset_card(cfg: ProjectConfig, frame: pd.DataFrame, st: dict[str, Any]) ->
         f"{st['runs']} run(s).",
         "",
     ]
-    dec = decision_lines(st.get("router_decisions") or {}, last)
+    dec = run_decision_lines(cfg, st)
     lines += [f"- {x}" for x in dec] or ["- The router reported no decisions."]
     est, lo, hi = (st.get(k) for k in QUALITY_KEYS)
     lines += ["", "## Estimated accuracy", ""]

@@ -92,7 +92,7 @@ def render_page(cfg: ProjectConfig, data: dict[str, Any]) -> str:
         _people(st),
         _models(cfg, st),
         _tasks(st),
-        _decisions(st),
+        _decisions(cfg, st),
         _quality(st),
     ]
     last = st.get("last_run") or {}
@@ -596,10 +596,25 @@ def _run_summary(last: dict[str, Any] | None) -> dict[str, Any]:
         return {}
 
 
-def _decisions(st: dict[str, Any]) -> dict:
+def unasked_machines(cfg: ProjectConfig, st: dict[str, Any]) -> list[str]:
+    """Machine annotators of the project the ledger has no call of (never asked)."""
+    per = st["per_annotator"]
+    called = set(per.loc[per["calls"] > 0, "annotator"]) if len(per) else set()
+    return [a.name for a in cfg.annotators if a.kind != "human" and a.name not in called]
+
+
+def run_decision_lines(cfg: ProjectConfig, st: dict[str, Any]) -> list[str]:
+    """:func:`decision_lines` of the status, and the machine annotators never asked."""
+    lines = decision_lines(st.get("router_decisions") or {}, st.get("last_run"))
+    unasked = unasked_machines(cfg, st)
+    if unasked and st.get("last_run"):
+        lines.append(f"Never asked (no call in the ledger): {', '.join(unasked)}.")
+    return lines
+
+
+def _decisions(cfg: ProjectConfig, st: dict[str, Any]) -> dict:
     last = st.get("last_run") or {}
-    dec = st.get("router_decisions") or {}
-    lines = decision_lines(dec, last)
+    lines = run_decision_lines(cfg, st)
     head = f"Method {last.get('method')}, seed {last.get('seed')}." if last else "No run yet."
     if not lines:
         lines = ["The router reported no decisions (a method that keeps none, or no run yet)."]
