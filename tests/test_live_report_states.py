@@ -18,6 +18,9 @@ from quorum.live.runner import annotate, status
 
 pytestmark = pytest.mark.realdata
 
+#: a person's name as a team could write it in answers.csv
+HOSTILE = "<b>$x^{$|</b>"
+
 
 def _project(tmp_path, data_dir, n: int = 8) -> object:
     return write_project(
@@ -92,7 +95,7 @@ def test_status_prints_agreement(tmp_path, shared_data_dir) -> None:
     with (queue / "answers.csv").open("w") as f:
         f.write("item_id,label,annotator\n")
         for i, item in enumerate(items):
-            f.write(f"{item},{'positive' if i % 2 else 'negative'},ann\n")
+            f.write(f"{item},{'positive' if i % 2 else 'negative'},{HOSTILE}\n")
     annotate(cfg, quiet=True)
     res = CliRunner().invoke(app, ["status", str(path), "--json"])
     assert res.exit_code == 0, res.output
@@ -101,3 +104,10 @@ def test_status_prints_agreement(tmp_path, shared_data_dir) -> None:
     assert kw["annotator"] == "kw" and kw["items"] == ag["human_votes"] >= 1
     text = CliRunner().invoke(app, ["status", str(path)]).output
     assert f"agreement of kw with the human vote: {kw['agreement']:.3f} on {kw['items']}" in text
+    # a person's name from answers.csv is text everywhere: escaped in the page, no mathtext
+    # in the figures, a table cell of the card
+    page = write_report(cfg, tmp_path / "page.html").read_text()
+    assert "&lt;b&gt;$x^{$|&lt;/b&gt;" in page and "<b>$x" not in page
+    res = CliRunner().invoke(app, ["export", str(path), "-f", "hf", "-o", str(tmp_path / "hf")])
+    assert res.exit_code == 0, res.output
+    assert "| <b>$x^{$\\|</b> |" in (tmp_path / "hf" / "README.md").read_text()

@@ -202,7 +202,9 @@ def dataset_card(cfg: ProjectConfig, frame: pd.DataFrame, st: dict[str, Any]) ->
     if labels:
         counts = frame["label"].astype(str).value_counts()
         lines += ["", "| label | name | items |", "|---|---|---:|"]
-        lines += [f"| {x} | {names.get(x, x)} | {int(counts.get(x, 0))} |" for x in labels]
+        lines += [
+            f"| {_md(x)} | {_md(names.get(x, x))} | {int(counts.get(x, 0))} |" for x in labels
+        ]
         lines += ["", "In the dataset `label` is a `ClassLabel` of these labels (-1: none)."]
     src = source_counts(frame["source"])
     lines += [
@@ -233,7 +235,7 @@ def dataset_card(cfg: ProjectConfig, frame: pd.DataFrame, st: dict[str, Any]) ->
         "|---|---:|---:|",
     ]
     for r in st["per_annotator"].to_dict("records"):
-        lines.append(f"| {r['annotator']} | {r['calls']} | ${r['cost']} |")
+        lines.append(f"| {_md(r['annotator'])} | {r['calls']} | ${r['cost']} |")
     lines += ["", "## The team", ""]
     for a in cfg.annotators:
         what = "person or people" if a.kind == "human" else (a.model or a.kind)
@@ -244,7 +246,7 @@ def dataset_card(cfg: ProjectConfig, frame: pd.DataFrame, st: dict[str, Any]) ->
         for p in team:
             acc = p.get("accuracy")
             lines.append(
-                f"| {p['person']} | {p['labels']} | "
+                f"| {_md(p['person'])} | {p['labels']} | "
                 f"{'' if acc is None else f'{acc:.3f}'} | {p['gold_correct']}/{p['gold']} |"
             )
     ag = agreement_lines(st["agreement"])
@@ -286,6 +288,11 @@ def dataset_card(cfg: ProjectConfig, frame: pd.DataFrame, st: dict[str, Any]) ->
         "",
     ]
     return "\n".join(lines)
+
+
+def _md(x: Any) -> str:
+    """Text for a Markdown table cell: pipes escaped, one line."""
+    return " ".join(str(x).split()).replace("|", "\\|")
 
 
 def _yaml(meta: dict[str, Any]) -> list[str]:

@@ -106,6 +106,11 @@ def render_page(cfg: ProjectConfig, data: dict[str, Any]) -> str:
     return render("quorum.live/report.html", meta=meta, sections=sections)
 
 
+def _plain(x: Any) -> str:
+    """A name as matplotlib text: ``$`` escaped, so no name is read as mathtext."""
+    return str(x).replace("$", r"\$")
+
+
 # -- sections ---------------------------------------------------------------------------
 def _section(key: str, body: list[str], figures: list[dict[str, str]] | None = None) -> dict:
     title = dict(SECTIONS)[key]
@@ -250,7 +255,7 @@ def _money_figure(spending: pd.DataFrame, budget: float) -> str:
     ax.stackplot(
         cum.index,
         *[cum[c].to_numpy() for c in cum.columns],
-        labels=list(cum.columns),
+        labels=[_plain(c) for c in cum.columns],
         step="post",
         colors=colors[: len(cum.columns)],
         alpha=0.85,
@@ -367,7 +372,7 @@ def _people(st: dict[str, Any]) -> dict:
 
 def _people_figure(rows: list[list[Any]]) -> str:
     plt = pyplot()
-    names = [str(r[0]) for r in rows]
+    names = [_plain(r[0]) for r in rows]
     series = {"reliability": 2, "agree with others": 5, "agree with the vote": 6}
     fig, ax = plt.subplots(figsize=(max(4, 1.1 * len(names) + 2), 2.6))
     x = np.arange(len(names))
@@ -447,12 +452,12 @@ def _confusion_figure(models: list[dict[str, Any]], names: dict[str, str]) -> di
                     color="white" if share[i, j] > 0.6 else "black",
                     fontsize=8,
                 )
-        ticks = [names.get(x, x) for x in labels]
+        ticks = [_plain(names.get(x, x)) for x in labels]
         ax.set_xticks(range(len(labels)), ticks, rotation=30, ha="right")
         ax.set_yticks(range(len(labels)), ticks)
         ax.set_xlabel("model")
         ax.set_ylabel("human vote")
-        ax.set_title(m["annotator"])
+        ax.set_title(_plain(m["annotator"]))
     fig.tight_layout()
     return {
         "name": "confusion",
