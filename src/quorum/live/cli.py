@@ -196,7 +196,7 @@ def register(app: typer.Typer) -> None:
                 )
             )
         for line in agreement_lines(st["agreement"]):
-            con.print(line)
+            con.print(line, markup=False, highlight=False)
         if st["held_for_humans"] != "0":
             con.print(f"held for pending human labels: ${st['held_for_humans']}")
         if st["interrupted_calls"]:
