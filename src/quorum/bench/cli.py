@@ -144,7 +144,11 @@ def _show_plan(cfg, out: Path) -> None:
 
 def report(
     outdir: Annotated[
-        Path, typer.Argument(help="a `quorum bench` output folder, or a live project file")
+        Path,
+        typer.Argument(
+            metavar="BENCH_DIR|PROJECT",
+            help="a `quorum bench` output folder, or a live project file",
+        ),
     ],
     output: Annotated[
         Path | None,
@@ -164,6 +168,10 @@ def report(
 
     if outdir.is_file():  # a live project file: its ledger's page (quorum.live.report)
         from quorum.live.cli import report_project
+
+        if rebuild:
+            _echo("error: --rebuild is for a bench folder; a project's page is always rebuilt")
+            raise typer.Exit(code=2)
 
         report_project(outdir, output)
         return

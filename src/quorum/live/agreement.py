@@ -44,8 +44,8 @@ COLUMNS = ("item_id", "annotator", "label")
 def alpha(long: pd.DataFrame) -> float | None:
     """Krippendorff's alpha (nominal) of a long ``item_id, annotator, label`` frame.
 
-    ``None`` where it is undefined: fewer than two items with two or more labels' worth of
-    pairable values, or a single label value among them.
+    Only items with two or more labels are pairable. ``None`` where alpha is undefined:
+    fewer than two pairable labels, or a single label value among them.
     """
     import krippendorff
 
