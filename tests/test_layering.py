@@ -18,7 +18,7 @@ PKG = SRC / "quorum"
 
 #: bottom to top; a unit is ``quorum.<name>`` (a module or a sub-package)
 LAYERS: list[tuple[str, set[str]]] = [
-    ("ground", {"errors", "languages", "cache", "progress", "metrics", "engine"}),
+    ("ground", {"errors", "languages", "cache", "progress", "metrics", "engine", "pages"}),
     ("models", {"models"}),
     ("data", {"data"}),
     ("features", {"features"}),

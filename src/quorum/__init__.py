@@ -6,7 +6,8 @@ The library face, loaded lazily so that ``import quorum`` stays fast:
   :class:`CoAnnotatingRouter`, :class:`CDIRouter`, :class:`HyPACRouter`,
   :class:`ARAIDARouter`, :class:`SANTRouter`), each with ``route(problem, source, budget)``;
 - :func:`replay`: route a DataFrame of recorded answers under a budget (no calls made);
-- :func:`annotate`: run a live project (LLM calls, human queue, ledger);
+- :func:`annotate`: run a live project (LLM calls, human queue, ledger); :func:`labels`:
+  its labels with provenance (a DataFrame or a ``datasets.Dataset``); :func:`report`: its page;
 - :func:`make_router`, :func:`load_dataset`, and the data model (:class:`TaskSpec`, ...).
 
 Examples
@@ -49,6 +50,8 @@ _LAZY = {
     "replay": "quorum.api",
     "annotate": "quorum.api",
     "make_router": "quorum.api",
+    "labels": "quorum.api",
+    "report": "quorum.api",
     "ProjectConfig": "quorum.live.config",
 }
 

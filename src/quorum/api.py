@@ -8,6 +8,8 @@
   called: the answers stand in for the annotators, so routers can be compared for free.
 - :func:`annotate`: a live project (a project file, or a :class:`ProjectConfig` built in
   Python) -> its run summary; LLMs are called, humans asked, every call is in the ledger.
+- :func:`labels`: a live project's labels with provenance, as a DataFrame or a
+  ``datasets.Dataset``; :func:`report`: its HTML page.
 - :func:`make_router`: a router by name (``"quorum"``, ``"random"``, ``"cdi"``, ...).
 """
 
@@ -25,7 +27,7 @@ from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, Dataset, TaskSpec, Tas
 from quorum.errors import DataValidationError, UnsupportedTaskError
 from quorum.routing.base import Router, RoutingResult
 
-__all__ = ["annotate", "make_router", "replay"]
+__all__ = ["annotate", "labels", "make_router", "replay", "report"]
 
 #: crowd-kit's column names and ours
 _CROWDKIT = {"task": "item_id", "worker": "annotator", "label": "output"}
@@ -148,6 +150,37 @@ def annotate(project: Any, *, wait: float = 0.0, quiet: bool = True) -> Any:
 
     cfg = project if isinstance(project, ProjectConfig) else load_project(Path(project))
     return run(cfg, wait=wait, quiet=quiet)
+
+
+def labels(project: Any, *, format: Literal["pandas", "hf"] = "pandas") -> Any:
+    """A live project's labels with their provenance, from its ledger.
+
+    ``format="pandas"``: a DataFrame, one row per item, the columns of ``quorum export``
+    (docs/live.md) and ``source`` (human vote, agreeing LLMs, one LLM, label model, no
+    label). ``format="hf"``: the same as a ``datasets.Dataset`` (``label`` a ``ClassLabel``
+    for label tasks), as ``quorum export -f hf`` writes it.
+    """
+    from quorum.live.export_hf import hf_dataset, labels_frame
+
+    cfg = _project(project)
+    if format == "pandas":
+        return labels_frame(cfg)
+    if format == "hf":
+        return hf_dataset(cfg)
+    raise ValueError(f"format must be 'pandas' or 'hf', got {format!r}")
+
+
+def report(project: Any, path: str | Path | None = None) -> Path:
+    """Write a live project's HTML report (``quorum report PROJECT``); returns its path."""
+    from quorum.live.report import write_report
+
+    return write_report(_project(project), path)
+
+
+def _project(project: Any) -> Any:
+    from quorum.live.config import ProjectConfig, load_project
+
+    return project if isinstance(project, ProjectConfig) else load_project(Path(project))
 
 
 # ---------------------------------------------------------------------------- helpers

@@ -143,17 +143,38 @@ def _show_plan(cfg, out: Path) -> None:
 
 
 def report(
-    outdir: Annotated[Path, typer.Argument(help="a `quorum bench` output folder")],
+    outdir: Annotated[
+        Path,
+        typer.Argument(
+            metavar="BENCH_DIR|PROJECT",
+            help="a `quorum bench` output folder, or a live project file",
+        ),
+    ],
     output: Annotated[
-        Path | None, typer.Option("--output", help="HTML file (default: OUTDIR/report.html)")
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="HTML file (default: OUTDIR/report.html; a project: <folder>/<name>-report.html)",
+        ),
     ] = None,
     rebuild: Annotated[
         bool, typer.Option(help="rebuild tables and figures from the cached runs first")
     ] = False,
 ) -> None:
-    """Write one self-contained HTML report (tables and figures embedded)."""
+    """Write one self-contained HTML report (tables and figures embedded): of a bench
+    folder, or of a live project (PROJECT.toml/.yaml) from its ledger."""
     from quorum.bench.report import write_html
 
+    if outdir.is_file():  # a live project file: its ledger's page (quorum.live.report)
+        from quorum.live.cli import report_project
+
+        if rebuild:
+            _echo("error: --rebuild is for a bench folder; a project's page is always rebuilt")
+            raise typer.Exit(code=2)
+
+        report_project(outdir, output)
+        return
     if rebuild:
         _rebuild(outdir)
     try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -13,6 +12,7 @@ import pandas as pd
 from quorum.bench.results import main_stats
 from quorum.bench.runner import BenchRun
 from quorum.bench.tables import SETTINGS, method_name, pct
+from quorum.pages import pyplot as _plt
 
 COLORS = {
     "random": "#9e9e9e",
@@ -31,16 +31,6 @@ COLORS = {
     "random-uniform": "#c7c7c7",
 }
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
-
-
-def _plt() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update({"font.size": 8, "axes.titlesize": 9, "figure.dpi": 110})
-    return plt
 
 
 def _grid(n: int, ncols: int = 4) -> tuple[int, int]:

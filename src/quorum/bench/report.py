@@ -16,14 +16,14 @@ from __future__ import annotations
 import base64
 import json
 import shutil
-from dataclasses import replace
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from quorum.bench.runner import BenchRun
-from quorum.bench.tables import Table, TableFile
+from quorum.bench.tables import TableFile
+from quorum.pages import md_inline as _md_inline
+from quorum.pages import render
+from quorum.pages.tables import table_html as _table_html
 
 FIGURE_CAPTIONS = {
     "pareto_auditor": "Cost vs quality, auditor style: one point per method and budget; dashed: "
@@ -169,9 +169,6 @@ def _read_json(p: Path) -> dict[str, Any] | None:
 
 def write_html(outdir: str | Path, target: str | Path | None = None) -> Path:
     """One self-contained HTML page from a bench folder (tables + base64 figures)."""
-    import jinja2
-    from markupsafe import Markup
-
     out = Path(outdir)
     tj = out / "tables" / "tables.json"
     if not tj.is_file():
@@ -193,44 +190,10 @@ def write_html(outdir: str | Path, target: str | Path | None = None) -> Path:
         }
         for f in files
     ]
-    tpl = resources.files("quorum.bench").joinpath("report.html").read_text(encoding="utf-8")
-    env = jinja2.Environment(autoescape=True)
-    page = env.from_string(tpl).render(stats=stats, sections=sections, figures=figs, markup=Markup)
+    page = render("quorum.bench/report.html", stats=stats, sections=sections, figures=figs)
     target = Path(target) if target else out / "report.html"
     target.write_text(page, encoding="utf-8")
     return target
-
-
-def _table_html(t: Table) -> str:
-    """``Table.to_html`` with the caption's Markdown (bold, italics, code, underline) rendered:
-    ``to_html`` escapes it, so the page showed ``**Bold**`` and ``<u>underlined</u>`` literally."""
-    body = replace(t, caption="").to_html()
-    if not t.caption:
-        return body
-    head, sep, rest = body.partition("</h3>")
-    return f"{head}{sep}<div class='caption'>{_md_inline(t.caption)}</div>{rest}"
-
-
-def _md_inline(text: str) -> str:
-    """The Markdown of the intros and captions (bold, italics, code, bullets, and the
-    ``<u>`` the tables use for second best) as HTML, through markdown-it-py (CommonMark).
-
-    Raw HTML is escaped except ``<u>``/``</u>``; bold and italics are ``<b>``/``<i>``, as in
-    the table cells.
-    """
-    html = _markdown().render((text or "").strip())
-    return html.replace("&lt;u&gt;", "<u>").replace("&lt;/u&gt;", "</u>").strip()
-
-
-@cache
-def _markdown() -> Any:
-    from markdown_it import MarkdownIt
-
-    md = MarkdownIt("commonmark", {"html": False})
-    for tag, name in (("b", "strong"), ("i", "em")):
-        md.add_render_rule(f"{name}_open", lambda *_a, t=tag, **_k: f"<{t}>")
-        md.add_render_rule(f"{name}_close", lambda *_a, t=tag, **_k: f"</{t}>")
-    return md
 
 
 def export(outdir: str | Path, target: str | Path) -> Path:

@@ -7,7 +7,6 @@ tied methods share a mark.
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +14,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from quorum.pages.tables import Cell, Table  # noqa: F401  (imported from here by the bench)
 
 NAMES = {
     "random": "Random",
@@ -53,75 +54,6 @@ def pct(b: float) -> str:
 
 
 # ----------------------------------------------------------------- structure
-@dataclass
-class Cell:
-    text: str
-    mark: str = ""  # "" | "best" | "second"
-
-    def md(self) -> str:
-        t = self.text.replace("|", "\\|")
-        if self.mark == "best":
-            return f"**{t}**"
-        if self.mark == "second":
-            return f"<u>{t}</u>"
-        return t
-
-    def html(self) -> str:
-        t = html.escape(self.text).replace("&lt;br&gt;", "<br>")
-        if self.mark == "best":
-            return f"<b>{t}</b>"
-        if self.mark == "second":
-            return f"<u>{t}</u>"
-        return t
-
-
-def _cell(x: Cell | str) -> Cell:
-    return x if isinstance(x, Cell) else Cell(str(x))
-
-
-@dataclass
-class Table:
-    title: str
-    header: list[str]
-    rows: list[list[Cell | str]]
-    caption: str = ""
-
-    def to_markdown(self) -> str:
-        head = "| " + " | ".join(self.header) + " |"
-        align = "|" + "|".join("---" if i < 1 else ":---:" for i in range(len(self.header))) + "|"
-        body = ["| " + " | ".join(_cell(c).md() for c in r) + " |" for r in self.rows]
-        parts = [f"### {self.title}", ""]
-        if self.caption:
-            parts += [self.caption, ""]
-        return "\n".join([*parts, head, align, *body, ""])
-
-    def to_html(self) -> str:
-        th = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
-        trs = "\n".join(
-            "<tr>" + "".join(f"<td>{_cell(c).html()}</td>" for c in r) + "</tr>" for r in self.rows
-        )
-        cap = f"<p class='caption'>{html.escape(self.caption)}</p>" if self.caption else ""
-        return (
-            f"<h3>{html.escape(self.title)}</h3>{cap}"
-            f"<div class='tw'><table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table></div>"
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "title": self.title,
-            "caption": self.caption,
-            "header": self.header,
-            "rows": [
-                [{"text": _cell(c).text, "mark": _cell(c).mark} for c in r] for r in self.rows
-            ],
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Table:
-        rows = [[Cell(c["text"], c["mark"]) for c in r] for r in d["rows"]]
-        return cls(d["title"], d["header"], rows, d.get("caption", ""))
-
-
 @dataclass
 class TableFile:
     """One Markdown file: a title, an introduction and its tables."""

@@ -149,6 +149,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
     ) -> None:
         """Progress, spending and calls of a project, from its ledger."""
+        from quorum.live.agreement import agreement_lines
         from quorum.live.config import load_project
         from quorum.live.runner import status
 
@@ -194,6 +195,8 @@ def register(app: typer.Typer) -> None:
                     for p in st["human_team"]
                 )
             )
+        for line in agreement_lines(st["agreement"]):
+            con.print(line, markup=False, highlight=False)
         if st["held_for_humans"] != "0":
             con.print(f"held for pending human labels: ${st['held_for_humans']}")
         if st["interrupted_calls"]:
@@ -216,19 +219,48 @@ def register(app: typer.Typer) -> None:
     @app.command("export")
     def export_cmd(
         project: Path = typer.Argument(..., help="project file (.toml or .yaml)"),
-        fmt: str = typer.Option("csv", "--format", "-f", help="csv, jsonl or parquet"),
-        out: Path | None = typer.Option(None, "--out", "-o", help="output file"),
+        fmt: str = typer.Option(
+            "csv", "--format", "-f", help="csv, jsonl, parquet or hf (a datasets folder + card)"
+        ),
+        out: Path | None = typer.Option(None, "--out", "-o", help="output file (hf: folder)"),
+        push_to_hub: str | None = typer.Option(
+            None,
+            "--push-to-hub",
+            help="with -f hf: also push to this Hub dataset repo (needs HF_HUB_OFFLINE=0 and "
+            "a token: HF_TOKEN or `hf auth login`)",
+        ),
     ) -> None:
         """Write final labels with provenance (annotators, answers, agreement, cost)."""
         from quorum.live.config import load_project
         from quorum.live.runner import export
 
         try:
+            if push_to_hub and fmt.lower() != "hf":
+                raise QuorumError("--push-to-hub needs -f hf")
             path = export(load_project(project), fmt, out)
+            if push_to_hub:
+                from quorum.live.export_hf import push_to_hub as push
+
+                typer.echo(f"wrote {path}")
+                path = push(path, push_to_hub)
         except (QuorumError, OSError) as exc:
             _fail(exc)
             return
-        typer.echo(f"wrote {path}")
+        typer.echo(f"{'pushed to' if push_to_hub else 'wrote'} {path}")
+
+
+def report_project(project: Path, output: Path | None) -> None:
+    """`quorum report PROJECT [-o FILE]`: the project's HTML page from its ledger (the
+    `report` command is shared with the bench folder form, quorum.bench.cli)."""
+    from quorum.live.config import load_project
+    from quorum.live.report import write_report
+
+    try:
+        path = write_report(load_project(project), output)
+    except (QuorumError, OSError) as exc:
+        _fail(exc)
+        return
+    typer.echo(f"wrote {path}")
 
 
 _KEEP = {"annotator", "calls", "ok", "cost"}

@@ -22,6 +22,7 @@ import pandas as pd
 
 from quorum.data.writer import jsonable
 from quorum.errors import ConfigError
+from quorum.live.agreement import agreement_summary
 from quorum.live.calls import Redactor
 from quorum.live.config import ProjectConfig
 from quorum.live.human_book import HumanBook
@@ -529,6 +530,7 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         slots = HumanBook(ledger).labels()
         runs = int(ledger.query("SELECT count(*) FROM runs")[0][0])
         links = _human_links(cfg, tasks.loc[tasks["status"] == "pending", "item_id"].tolist())
+        agreement = agreement_summary(ledger, cfg.task.labels)
     finally:
         ledger.close()
     limit_u = to_units(cfg.budget.limit)
@@ -563,6 +565,7 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         "runs": runs,
         "last_run": dict(last) if last is not None else None,
         "router_decisions": _decisions_of(last),
+        "agreement": agreement,
         "pending_humans": pending["item_id"].tolist(),
         "human_links": links,
         "queue": (
@@ -659,8 +662,12 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
 
 def export(cfg: ProjectConfig, fmt: str, out: Path | None) -> Path:
     fmt = fmt.lower()
+    if fmt == "hf":  # a Hugging Face datasets folder with its card (quorum.live.export_hf)
+        from quorum.live.export_hf import write_hf
+
+        return write_hf(cfg, out)
     if fmt not in ("csv", "jsonl", "parquet"):
-        raise ConfigError(f"unknown export format {fmt!r}; use csv, jsonl or parquet")
+        raise ConfigError(f"unknown export format {fmt!r}; use csv, jsonl, parquet or hf")
     df = export_frame(cfg)
     out = out or cfg.root / f"{cfg.name}-labels.{fmt}"
     for up in out.parents:
