@@ -155,6 +155,16 @@ def audit_human_count(
     return n_h
 
 
+def round_sizes(n_h: int, rounds: int) -> np.ndarray:
+    """Human labels per round when ``n_h`` are bought in ``rounds`` rounds (as even as
+    whole numbers allow; ``audit_rounds``).
+
+    >>> round_sizes(10, 3).tolist(), round_sizes(2, 5).tolist()
+    ([3, 4, 3], [0, 1, 0, 1, 0])
+    """
+    return np.diff(np.linspace(0, n_h, rounds + 1).round().astype(int))
+
+
 def cost_match_give_up(n_calibration: int, c_min: float, c_h: float) -> int:
     """Human labels to give up so that calibration's LLM answers are paid for (ours).
 

@@ -1,5 +1,6 @@
 """The QUORUM router's decision trace, kept column by column.
 
+The one trace format of QUORUM and the paper preset (:mod:`~quorum.routing.paper`).
 One row per decision (calibration call, phase-2 route, extra annotation, leftover human
 label): step, phase, item, arm, mode, epsilon_t, b_t, p_t, price, money left, priority
 and, where the decision looked at them, every LLM's q_a(x_t). A list of one dict per row
@@ -83,6 +84,36 @@ class DecisionTrace:
                 raise ValueError(f"{len(q)} q values for {len(self.llm_names)} LLMs")
             self._any_q = True
             self.q.extend([float(v) for v in q])
+
+    def add(
+        self,
+        phase: str,
+        item_id: str,
+        arm: str,
+        mode: str,
+        epsilon: float,
+        b_t: float,
+        p_t: float,
+        price: float,
+        budget_left: float,
+        priority: float | None = None,
+        q: Sequence[float] | np.ndarray | None = None,
+    ) -> None:
+        """:meth:`append` the next decision (its step is the number of rows so far + 1)."""
+        self.append(
+            len(self) + 1,
+            phase,
+            item_id,
+            arm,
+            mode,
+            epsilon,
+            b_t,
+            p_t,
+            price,
+            budget_left,
+            priority,
+            q,
+        )
 
     def frame(self) -> pd.DataFrame:
         """The trace as a DataFrame (empty, without columns, when nothing was logged)."""
