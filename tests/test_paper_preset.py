@@ -19,7 +19,7 @@ from quorum.routing.budget import Budget
 from quorum.routing.paper import (
     AuthorsAccountingPaperQuorumRouter,
     PaperQuorumRouter,
-    _PaperRun,
+    PaperRun,
     auditor_calibration_size,
     paper_base_features,
     paper_calibration_size,
@@ -212,7 +212,7 @@ def test_selection_escalates_before_exploring_and_ties_go_first():
 def test_equal_clipped_qualities_pick_the_dearest_llm():
     ds = toy(30)
     prob = make_problem(ds, "dollars")
-    run = _PaperRun(PaperQuorumRouter(epsilon0=0.0), prob, source_of(ds), Budget(10.0), 0)
+    run = PaperRun(PaperQuorumRouter(epsilon0=0.0), prob, source_of(ds), Budget(10.0), 0)
     b_index = run.base.shape[1]  # x_t = [base, b_t, p_t, m_t]; b_t = 1 here
     for post in run.post:  # every q = mu^T x clips to 1
         post.mean_ = np.zeros(run.dim)
@@ -258,7 +258,7 @@ def test_refinement_weights_are_the_codes_not_the_papers():
 def test_consensus_is_weighted_agreement_at_060():
     ds = toy(10)
     prob = make_problem(ds, "dollars")
-    run = _PaperRun(PaperQuorumRouter(), prob, source_of(ds), Budget(10.0), 0)
+    run = PaperRun(PaperQuorumRouter(), prob, source_of(ds), Budget(10.0), 0)
     run.add_vote(0, "cheap", "A")
     assert not (run.consensus[0] and run.n_valid[0] >= 2)  # one answer: still open
     run.add_vote(0, "mid", "B")
@@ -281,7 +281,7 @@ def test_summary_consensus_reads_the_output_embeddings():
     ds = make_dataset(gold, answers, {"cheap": 0.01, "mid": 0.03}, summarization=True)
     src = source_of(ds, summaries=True)
     prob = make_problem(ds, "dollars")
-    run = _PaperRun(PaperQuorumRouter(), prob, src, Budget(10.0), 0)
+    run = PaperRun(PaperQuorumRouter(), prob, src, Budget(10.0), 0)
     e = src.embed_outputs(["the cat sat", "the cat sat down", "a dog ran", "zzz qqq"])
     cos_close, cos_far = float(e[0] @ e[1]), float(e[2] @ e[3])
     assert cos_close >= 0.6 > cos_far

@@ -10,9 +10,9 @@ from quorum.routing.auditing import audit_human_count
 from quorum.routing.budget import Budget, first_answer_reserve
 from quorum.routing.calibration import agreement_reward
 from quorum.routing.params import QuorumParams
+from quorum.routing.phase3 import ValueRule, refine
 from quorum.routing.policy import decayed_epsilon, value_choice
 from quorum.routing.posterior import BayesianLinearPosterior
-from quorum.routing.phase3 import ValueRule, refine
 from quorum.routing.quorum import QuorumRouter
 from quorum.routing.replay import RecordedSource
 from quorum.routing.run import QuorumRun
