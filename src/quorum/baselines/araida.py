@@ -35,13 +35,13 @@ import pandas as pd
 from quorum.baselines._common import (
     LabelModelRouter,
     Routed,
-    RouteRun,
     affordable_humans,
     human_cap,
     item_vectors,
     label_frame,
     ranked,
 )
+from quorum.routing.run_core import RunCore
 
 
 def pace_quota(humans_left: int, batch: int, items_left: int, rng: np.random.Generator) -> int:
@@ -154,7 +154,7 @@ class ARAIDARouter(LabelModelRouter):
         self.labeller = labeller
         self.n_threads = n_threads
 
-    def _route(self, run: RouteRun) -> Routed:
+    def _route(self, run: RunCore) -> Routed:
         problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
         ids, T, human = run.ids, run.T, run.human
         lab = self.labeller or problem.llms[0].name

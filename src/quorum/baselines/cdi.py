@@ -45,7 +45,6 @@ import pandas as pd
 
 from quorum.baselines._common import (
     Routed,
-    RouteRun,
     affordable_humans,
     label_frame,
 )
@@ -58,6 +57,7 @@ from quorum.baselines._confidence import (
     plan_info,
 )
 from quorum.routing.base import AnnotationSource
+from quorum.routing.run_core import RunCore
 
 ErrorModel = Literal["gbr", "isotonic", "logistic"]
 Sampling = Literal["authors", "stream"]
@@ -196,12 +196,12 @@ class CDIRouter(ConfidenceBaseline):
         self.warmup = warmup
         self.warmup_share = warmup_share
 
-    def _route(self, run: RouteRun) -> Routed:
+    def _route(self, run: RunCore) -> Routed:
         if self.sampling == "authors":
             return self._route_authors(run)
         return self._route_stream(run)
 
-    def _route_authors(self, run: RouteRun) -> Routed:
+    def _route_authors(self, run: RunCore) -> Routed:
         """Warm-up, one error model, ``pi`` bisected to the budget (the authors' code)."""
         problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
         ids, T, human = run.ids, run.T, run.human
@@ -272,7 +272,7 @@ class CDIRouter(ConfidenceBaseline):
         )
         return Routed(labels, info, trace)
 
-    def _route_stream(self, run: RouteRun) -> Routed:
+    def _route_stream(self, run: RunCore) -> Routed:
         """CDI's own notebooks: burn-in, refits every ``refit_every`` items, ``tau``."""
         problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
         ids, T, human = run.ids, run.T, run.human

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from quorum.baselines._common import Routed, RouteRun, affordable_humans, label_frame
+from quorum.baselines._common import Routed, affordable_humans, label_frame
 from quorum.baselines._confidence import (
     ConfidenceBaseline,
     ConfidenceMode,
@@ -41,6 +41,7 @@ from quorum.baselines._confidence import (
 from quorum.baselines.cdi import summary_errors
 from quorum.routing.base import AnnotationSource, RoutingProblem
 from quorum.routing.recorder import CallRecorder
+from quorum.routing.run_core import RunCore
 
 
 def tier_of(u: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
@@ -197,7 +198,7 @@ class HyPACRouter(ConfidenceBaseline):
         more = sum(source.price(a) for a in tiers[1:] if a not in plan.others)
         return extra_cost(plan, problem.n_items) + problem.n_items * more
 
-    def _route(self, run: RouteRun) -> Routed:
+    def _route(self, run: RunCore) -> Routed:
         problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
         ids, T, human = run.ids, run.T, run.human
         summaries = not problem.task.type.has_labels

@@ -44,7 +44,6 @@ from scipy.stats import norm
 
 from quorum.baselines._common import (
     Routed,
-    RouteRun,
     affordable_humans,
     label_frame,
 )
@@ -52,6 +51,7 @@ from quorum.baselines._confidence import ConfidenceBaseline, ConfidenceMode, pla
 from quorum.baselines.cdi import summary_errors
 from quorum.routing.base import RoutingProblem
 from quorum.routing.recorder import CallRecorder
+from quorum.routing.run_core import RunCore
 
 
 def _finite(x: float) -> float | None:
@@ -196,7 +196,7 @@ class HyPACEnsembleRouter(ConfidenceBaseline):
             raise ValueError(f"strong_llm {s!r} is not one of the task's LLMs {names}")
         return None if s == labeller else s
 
-    def _route(self, run: RouteRun) -> Routed:
+    def _route(self, run: RunCore) -> Routed:
         problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
         ids, T, human = run.ids, run.T, run.human
         summaries = not problem.task.type.has_labels
