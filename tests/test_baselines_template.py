@@ -17,7 +17,7 @@ from quorum.methods import METHODS, get_router_class
 from quorum.routing.budget import Budget
 from quorum.routing.run_core import RunCore
 
-BASELINES = [m for m in METHODS if not m.startswith("quorum")]
+BASELINES = [m for m in METHODS if not get_router_class(m).is_quorum]
 PRICES = {"cheap": 0.01, "strong": 0.05}
 
 

@@ -8,7 +8,8 @@
   called: the answers stand in for the annotators, so routers can be compared for free.
 - :func:`annotate`: a live project (a project file, or a :class:`ProjectConfig` built in
   Python) -> its run summary; LLMs are called, humans asked, every call is in the ledger.
-- :func:`make_router`: a router by name (``"quorum"``, ``"random"``, ``"cdi"``, ...).
+- :func:`make_router`: a router by name (``"quorum"``, ``"random"``, ``"cdi"``, ...) or
+  ``module:Class``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ _CROWDKIT = {"task": "item_id", "worker": "annotator", "label": "output"}
 
 
 def make_router(method: str | Router = "quorum", **params: Any) -> Router:
-    """A router instance: pass one through, or build one by registry name.
+    """A router instance: pass one through, or build one by registry name or
+    ``module:Class`` (:func:`quorum.methods.make_router`, the one factory).
 
     >>> make_router("random")
     RandomRouter(...)

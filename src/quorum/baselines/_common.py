@@ -110,6 +110,7 @@ class LabelModelRouter(BaselineRouter):
 
     needs_labels = True
     n_threads: int | None = 1
+    uses_item_features = True  # a kNN / model over the item embeddings
 
     def extra_cost_estimate(self, problem: RoutingProblem, source: AnnotationSource) -> float:
         require_labels(self, problem)

@@ -424,6 +424,7 @@ class ConfidenceBaseline(BaselineRouter):
 
     #: entropy over prompts is this method's own signal (not a substitute)
     prompts_faithful: bool = False
+    pays_for_confidence = True
 
     def __init__(
         self,

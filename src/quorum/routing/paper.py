@@ -98,6 +98,8 @@ class PaperQuorumRouter(Router):
 
     name = "quorum-paper"
     supports_summarization = True
+    uses_item_features = True
+    is_quorum = True
 
     def __init__(
         self,

@@ -217,6 +217,8 @@ class QuorumRouter(Router):
 
     name = "quorum"
     supports_summarization = True
+    uses_item_features = True
+    is_quorum = True
 
     def __init__(
         self,
