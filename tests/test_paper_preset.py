@@ -16,10 +16,8 @@ from baselines_fakes import auditor_budget, make_dataset, make_problem, source_o
 from quorum.features.linguistic import LINGUISTIC_FEATURES
 from quorum.methods import make_router
 from quorum.routing.budget import Budget
-from quorum.routing.paper import (
-    AuthorsAccountingPaperQuorumRouter,
-    PaperQuorumRouter,
-    PaperRun,
+from quorum.routing.paper import AuthorsAccountingPaperQuorumRouter, PaperQuorumRouter
+from quorum.routing.paper_rules import (
     auditor_calibration_size,
     paper_base_features,
     paper_calibration_size,
@@ -28,6 +26,7 @@ from quorum.routing.paper import (
     per_step_arms,
     refinement_order,
 )
+from quorum.routing.paper_run import PaperRun
 
 PRICES = {"cheap": 0.01, "mid": 0.03, "dear": 0.05}
 

@@ -44,29 +44,9 @@ from __future__ import annotations
 
 from quorum.routing.base import AnnotationSource, Router, RoutingProblem, RoutingResult
 from quorum.routing.budget import Budget
-from quorum.routing.paper_rules import (
-    auditor_calibration_size,
-    paper_base_features,
-    paper_calibration_size,
-    paper_select,
-    paper_uncertainty,
-    per_step_arms,
-    refinement_order,
-)
 from quorum.routing.paper_run import PaperRun
 
-__all__ = [
-    "AuthorsAccountingPaperQuorumRouter",
-    "PaperQuorumRouter",
-    "PaperRun",
-    "auditor_calibration_size",
-    "paper_base_features",
-    "paper_calibration_size",
-    "paper_select",
-    "paper_uncertainty",
-    "per_step_arms",
-    "refinement_order",
-]
+__all__ = ["AuthorsAccountingPaperQuorumRouter", "PaperQuorumRouter"]
 
 
 class PaperQuorumRouter(Router):

@@ -131,7 +131,7 @@ class PaperRun:
         return similarity(out, ref, self.embed if self.summ else None)
 
     def _log(self, t: int, phase: str, arm: str, mode: str, x=None, priority=None) -> None:
-        self.trace.add(
+        self.trace.append(
             phase,
             self.ids[t],
             arm,

@@ -121,7 +121,7 @@ class QuorumRun:
     ) -> None:
         """One decision: item t to ``arm`` (``mode`` says why), with x_t and q_a(x_t)."""
         ctx = self.arms.ctx
-        self.trace.add(
+        self.trace.append(
             phase,
             self.ids[t],
             arm,

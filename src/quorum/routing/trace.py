@@ -49,7 +49,6 @@ class DecisionTrace:
 
     def append(
         self,
-        step: int,
         phase: str,
         item_id: str,
         arm: str,
@@ -59,9 +58,11 @@ class DecisionTrace:
         p_t: float,
         price: float,
         budget_left: float,
-        priority: float | None,
-        q: Sequence[float] | np.ndarray | None,
+        priority: float | None = None,
+        q: Sequence[float] | np.ndarray | None = None,
     ) -> None:
+        """One decision; its step is the number of rows so far + 1."""
+        step = len(self) + 1
         self.step.append(step)
         self.phase.append(phase)
         self.item_id.append(item_id)
@@ -84,36 +85,6 @@ class DecisionTrace:
                 raise ValueError(f"{len(q)} q values for {len(self.llm_names)} LLMs")
             self._any_q = True
             self.q.extend([float(v) for v in q])
-
-    def add(
-        self,
-        phase: str,
-        item_id: str,
-        arm: str,
-        mode: str,
-        epsilon: float,
-        b_t: float,
-        p_t: float,
-        price: float,
-        budget_left: float,
-        priority: float | None = None,
-        q: Sequence[float] | np.ndarray | None = None,
-    ) -> None:
-        """:meth:`append` the next decision (its step is the number of rows so far + 1)."""
-        self.append(
-            len(self) + 1,
-            phase,
-            item_id,
-            arm,
-            mode,
-            epsilon,
-            b_t,
-            p_t,
-            price,
-            budget_left,
-            priority,
-            q,
-        )
 
     def frame(self) -> pd.DataFrame:
         """The trace as a DataFrame (empty, without columns, when nothing was logged)."""
