@@ -258,19 +258,19 @@ def test_consensus_is_weighted_agreement_at_060():
     ds = toy(10)
     prob = make_problem(ds, "dollars")
     run = PaperRun(PaperQuorumRouter(), prob, source_of(ds), Budget(10.0), 0)
-    run.add_vote(0, "cheap", "A")
-    assert not (run.consensus[0] and run.n_valid[0] >= 2)  # one answer: still open
-    run.add_vote(0, "mid", "B")
-    assert not run.consensus[0] and run.dis[0] == 0.5  # 1 of 2
-    run.add_vote(0, "dear", "A")
-    assert run.consensus[0] and math.isclose(run.dis[0], 1 / 3)  # 2 of 3 >= 0.6
-    run.add_vote(1, "cheap", "A")
-    run.add_vote(1, run.human, "B")
-    assert run.consensus[1]  # 10 / 11
-    assert run._final(1)[0] == "B"
-    run.add_vote(2, "cheap", "C")
-    run.add_vote(2, "mid", "D")
-    assert run._final(2)[0] == "C"  # a tie goes to the label given first
+    run.votes.add(0, "cheap", "A")
+    assert not (run.votes.consensus[0] and run.votes.n_valid[0] >= 2)  # one answer: still open
+    run.votes.add(0, "mid", "B")
+    assert not run.votes.consensus[0] and run.votes.dis[0] == 0.5  # 1 of 2
+    run.votes.add(0, "dear", "A")
+    assert run.votes.consensus[0] and math.isclose(run.votes.dis[0], 1 / 3)  # 2 of 3 >= 0.6
+    run.votes.add(1, "cheap", "A")
+    run.votes.add(1, run.human, "B")
+    assert run.votes.consensus[1]  # 10 / 11
+    assert run.votes.final(1)[0] == "B"
+    run.votes.add(2, "cheap", "C")
+    run.votes.add(2, "mid", "D")
+    assert run.votes.final(2)[0] == "C"  # a tie goes to the label given first
 
 
 def test_summary_consensus_reads_the_output_embeddings():
@@ -284,16 +284,16 @@ def test_summary_consensus_reads_the_output_embeddings():
     e = src.embed_outputs(["the cat sat", "the cat sat down", "a dog ran", "zzz qqq"])
     cos_close, cos_far = float(e[0] @ e[1]), float(e[2] @ e[3])
     assert cos_close >= 0.6 > cos_far
-    run.add_vote(0, "cheap", "the cat sat")
-    run.add_vote(0, "mid", "the cat sat down")
-    run.add_vote(1, "cheap", "a dog ran")
-    run.add_vote(1, "mid", "zzz qqq")
+    run.votes.add(0, "cheap", "the cat sat")
+    run.votes.add(0, "mid", "the cat sat down")
+    run.votes.add(1, "cheap", "a dog ran")
+    run.votes.add(1, "mid", "zzz qqq")
     # the code's rule: mean pairwise cosine >= 0.6 (not the paper's 2 cos - 1)
-    assert run.consensus[0] and not run.consensus[1]
-    assert run.dis[0] == 0.0  # Delta_t is computed for labels only
+    assert run.votes.consensus[0] and not run.votes.consensus[1]
+    assert run.votes.dis[0] == 0.0  # Delta_t is computed for labels only
     # output: the summary nearest the unweighted centroid
-    run.add_vote(0, run.human, "the cat sat")
-    assert run._final(0)[0] == "the cat sat"
+    run.votes.add(0, run.human, "the cat sat")
+    assert run.votes.final(0)[0] == "the cat sat"
 
 
 @pytest.mark.parametrize("accounting", [False, True])

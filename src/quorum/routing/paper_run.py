@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from quorum.data.schema import TaskType
-from quorum.routing.aggregation import CentroidSummary, WeightedMajorityVote, disagreement
+from quorum.routing.aggregation import CentroidSummary, WeightedMajorityVote
 from quorum.routing.auditing import calibration_error_mask, error_order
 from quorum.routing.base import AnnotationSource, RoutingProblem, RoutingResult
 from quorum.routing.budget import Budget
@@ -26,6 +26,7 @@ from quorum.routing.paper_rules import (
     per_step_arms,
     refinement_order,
 )
+from quorum.routing.paper_votes import PaperVotes
 from quorum.routing.policy import decayed_epsilon
 from quorum.routing.posterior import BayesianLinearPosterior
 from quorum.routing.recorder import CallRecorder
@@ -84,17 +85,12 @@ class PaperRun:
             for _ in range(self.K)
         ]
         self.mask = np.zeros((self.T, self.K))
-        #: the code's per-item annotation list: (annotator, output or None), in order
-        self.votes: list[list[tuple[str, str | None]]] = [[] for _ in range(self.T)]
-        self.n_valid = np.zeros(self.T, dtype=int)
-        self.has_human = np.zeros(self.T, dtype=bool)
-        self.consensus = np.zeros(self.T, dtype=bool)
-        self.dis = np.zeros(self.T)
-        if self.summ:
-            self.agg = CentroidSummary(cfg.w_human, cfg.w_llm, cfg.consensus_threshold)
-        else:
-            self.agg = WeightedMajorityVote(cfg.w_human, cfg.w_llm, cfg.consensus_threshold)
+        agg_cls = CentroidSummary if self.summ else WeightedMajorityVote
+        self.agg = agg_cls(cfg.w_human, cfg.w_llm, cfg.consensus_threshold)
         self.embed = OutputEmbeddings(source.embed_outputs)
+        self.votes = PaperVotes(
+            self.T, self.human, self.agg, cfg.consensus_threshold, self.embed if self.summ else None
+        )
         self.trace = DecisionTrace(self.llm_names)
         self.info: dict = {
             "accounting": "authors" if cfg.authors_accounting else "paid",
@@ -160,28 +156,11 @@ class PaperRun:
         self.info["unpaid_cost"] = round(self.free.budget.spent, 9)
         return [self._out(o) for o in outs]
 
-    def add_vote(self, t: int, arm: str, out: str | None) -> None:
-        """Append an annotation to item t and refresh its consensus and disagreement."""
-        self.votes[t].append((arm, out))
-        if arm == self.human:
-            self.has_human[t] = True
-        valid = [(a, o) for a, o in self.votes[t] if o is not None]
-        self.n_valid[t] = len(valid)
-        if len(valid) < 2:
-            self.consensus[t] = len(valid) == 1
-            self.dis[t] = 0.0
-            return
-        if self.summ:
-            emb = self.embed([o for _, o in valid])
-            n = len(valid)
-            sims = emb @ emb.T
-            avg = (sims.sum() - np.trace(sims)) / (n * (n - 1))
-            self.consensus[t] = bool(avg >= self.cfg.consensus_threshold)
-            self.dis[t] = 0.0  # the code computes Delta_t for labels only
-        else:
-            _y, agr = self.agg.vote(dict(valid), lambda a: a == self.human)
-            self.consensus[t] = bool(agr >= self.cfg.consensus_threshold)
-            self.dis[t] = disagreement([o for _, o in valid])
+    def record(self, t: int, arm: str, out: str | None) -> None:
+        """Item t got ``out`` from ``arm``: an LLM enters m_t; the vote is added."""
+        if arm != self.human:
+            self.mask[t, self.llm_names.index(arm)] = 1.0
+        self.votes.add(t, arm, out)
 
     # ------------------------------------------------------------ dollars
     def dollars(self) -> None:
@@ -222,7 +201,7 @@ class PaperRun:
                 if cfg.authors_accounting
                 else outs[1:]
             )
-            self.add_vote(t, self.human, y)
+            self.votes.add(t, self.human, y)
             x = self.context(t)
             self._log(t, "calibration", self.human, "calibration", x)
             done += 1
@@ -244,7 +223,7 @@ class PaperRun:
         return self.llm_names[cand[choice]], mode, x
 
     def _route(self) -> None:
-        uncovered = [t for t in range(self.T) if not self.votes[t]]
+        uncovered = [t for t in range(self.T) if not self.votes.lists[t]]
         n = len(uncovered)
         prices = np.append(self.c, self.c_h)
         routed = 0
@@ -262,9 +241,7 @@ class PaperRun:
                 break
             self._log(t, "route", arm, mode, x)
             out = self.buy(t, arm, "route")
-            if arm != self.human:
-                self.mask[t, self.llm_names.index(arm)] = 1.0
-            self.add_vote(t, arm, out)
+            self.record(t, arm, out)
             routed += 1
         self.info["routed"] = routed
         self.info["not_reached"] = n - routed
@@ -275,7 +252,8 @@ class PaperRun:
         picks = 0
         while self.budget.can_afford(min_cost):
             cand = np.flatnonzero(
-                (self.n_valid < cfg.max_annotations) & ~(self.consensus & (self.n_valid >= 2))
+                (self.votes.n_valid < cfg.max_annotations)
+                & ~(self.votes.consensus & (self.votes.n_valid >= 2))
             )
             if len(cand) == 0:
                 break
@@ -284,10 +262,10 @@ class PaperRun:
             order = refinement_order(
                 self.d0,
                 unc,
-                self.dis,
-                self.has_human,
-                self.n_valid,
-                self.consensus,
+                self.votes.dis,
+                self.votes.has_human,
+                self.votes.n_valid,
+                self.votes.consensus,
                 max_annotations=cfg.max_annotations,
                 disagreement_weight=cfg.disagreement_weight,
                 no_human_bonus=cfg.no_human_bonus,
@@ -295,7 +273,7 @@ class PaperRun:
             if len(order) == 0:
                 break
             t = int(order[0])
-            voted = {a for a, _ in self.votes[t]}
+            voted = {a for a, _ in self.votes.lists[t]}
             llms = [
                 k
                 for k in range(self.K)
@@ -317,9 +295,7 @@ class PaperRun:
             else:
                 self._log(t, "extra", arm, mode, x, prio)
                 out = self.buy(t, arm, "extra")
-            if arm != self.human:
-                self.mask[t, self.llm_names.index(arm)] = 1.0
-            self.add_vote(t, arm, out)
+            self.record(t, arm, out)
             picks += 1
         self.info["refinement_picks"] = picks
 
@@ -342,7 +318,7 @@ class PaperRun:
         else:
             cheap_out = outs[n_cal:]
         for t, y in zip(cal, human_out, strict=True):
-            self.add_vote(int(t), self.human, y)
+            self.votes.add(int(t), self.human, y)
             self._log(int(t), "calibration", self.human, "calibration")
         judged = [(int(t), o, y) for t, o, y in zip(cal, cheap_out, human_out, strict=True) if y]
         sims = np.array([self.similarity(o, y) for _, o, y in judged])
@@ -370,26 +346,12 @@ class PaperRun:
             phase="route",
         )
         for i, (t, o) in enumerate(zip(order, got, strict=True)):
-            self.add_vote(int(t), self.human if i < n_h else cheap, self._out(o))
+            self.votes.add(int(t), self.human if i < n_h else cheap, self._out(o))
 
     # ------------------------------------------------------------ result
-    def _final(self, t: int) -> tuple[str | None, float]:
-        valid = [(a, o) for a, o in self.votes[t] if o is not None]
-        if not valid:
-            return None, 0.0
-        if not self.summ:
-            return self.agg.vote(dict(valid), lambda a: a == self.human)
-        names = [o for _, o in valid]
-        emb = self.embed(names)
-        pick = self.agg.choose(emb, np.ones(len(names)))  # the code's unweighted centroid
-        n = len(names)
-        sims = emb @ emb.T
-        agr = 1.0 if n < 2 else float((sims.sum() - np.trace(sims)) / (n * (n - 1)))
-        return names[pick], agr
-
     def result(self) -> RoutingResult:
         cfg = self.cfg
-        empty = [t for t in range(self.T) if self.n_valid[t] == 0]
+        empty = [t for t in range(self.T) if self.votes.n_valid[t] == 0]
         backup: dict[int, str | None] = {}
         if empty and cfg.authors_accounting:
             cheap = self.llm_names[self.cheapest]
@@ -404,9 +366,9 @@ class PaperRun:
                 y, agr = backup[t], float(backup[t] is not None)
                 names = [self.llm_names[self.cheapest]]
             else:
-                y, agr = self._final(t)
-                names = [a for a, _ in self.votes[t]]
-            human = any(a == self.human and o is not None for a, o in self.votes[t])
+                y, agr = self.votes.final(t)
+                names = [a for a, _ in self.votes.lists[t]]
+            human = any(a == self.human and o is not None for a, o in self.votes.lists[t])
             rows.append(
                 {
                     "item_id": self.ids[t],

@@ -26,6 +26,9 @@ settings, step by step) over the state of :mod:`~quorum.routing.run`.
 
 from __future__ import annotations
 
+import inspect
+from typing import Any
+
 from quorum.routing import flow
 from quorum.routing.base import AnnotationSource, Router, RoutingProblem, RoutingResult
 from quorum.routing.budget import Budget
@@ -220,118 +223,26 @@ class QuorumRouter(Router):
     uses_item_features = True
     is_quorum = True
 
-    def __init__(
-        self,
-        tau_h: float = 0.5,
-        epsilon0: float = 0.3,
-        gamma: float = 0.005,
-        w_human: float = 10.0,
-        w_llm: float = 1.0,
-        calibration_share: float = 0.2,
-        calibration_budget: str = "money",
-        max_annotations: int = 3,
-        consensus_threshold: float = 0.66,
-        prior_mean_human: float = 0.3,
-        prior_var_human: float = 0.5,
-        prior_var_llm: float = 1.0,
-        reward_noise: float = 1.0,
-        budget_prior_var: float = 1e-3,
-        reserve_share: float = 0.5,
-        pacing: bool = True,
-        cost_penalty: float = 1.0,
-        escalate_disagreement: bool = True,
-        agreement_reward: bool = True,
-        include_bias: bool = True,
-        priority_refresh: int = 64,
-        auditor_space: str = "embedding",
-        auditor_rule: str = "knn",
-        auditor_k: int = 10,
-        auditor_max_pairs: int = 2**29,
-        summary_error_quantile: float = 0.5,
-        summary_audit: str = "random",
-        spend_leftover: bool = True,
-        adaptive_tau: bool = True,
-        auditor_cost_match: bool = False,
-        extra_arm_rule: str = "value",
-        phase2_rule: str = "lagrangian",
-        human_quality: float = 1.0,
-        pessimism: float = 0.0,
-        dollars_strategy: str = "auto",
-        probe_share: float = 0.5,
-        probe_min: int = 40,
-        probe_order: str = "random",
-        dominance_z: float = 2.0,
-        batch_size: int = 256,
-        agreement_reward_value: str = "calibrated",
-        label_model_vote: str = "skill+knn",
-        audit_llm_first: bool = True,
-        audit_rounds: int = 5,
-        dollars_audit_plan: str = "check",
-        auditor_audit_plan: str = "check",
-        audit_check_share: float = 0.25,
-        audit_check_min: int = 40,
-        llm_sample: int = 40,
-        label_model_k: int = 10,
-        label_model_strength: float = 2.0,
-        label_model_fit: bool = True,
-        label_model_bandit: bool = False,
-        label_model_max_items: int = 50_000,
-    ) -> None:
-        self.tau_h = tau_h
-        self.epsilon0 = epsilon0
-        self.gamma = gamma
-        self.w_human = w_human
-        self.w_llm = w_llm
-        self.calibration_share = calibration_share
-        self.calibration_budget = calibration_budget
-        self.max_annotations = max_annotations
-        self.consensus_threshold = consensus_threshold
-        self.prior_mean_human = prior_mean_human
-        self.prior_var_human = prior_var_human
-        self.prior_var_llm = prior_var_llm
-        self.reward_noise = reward_noise
-        self.budget_prior_var = budget_prior_var
-        self.reserve_share = reserve_share
-        self.pacing = pacing
-        self.cost_penalty = cost_penalty
-        self.escalate_disagreement = escalate_disagreement
-        self.agreement_reward = agreement_reward
-        self.include_bias = include_bias
-        self.priority_refresh = priority_refresh
-        self.auditor_space = auditor_space
-        self.auditor_rule = auditor_rule
-        self.auditor_k = auditor_k
-        self.auditor_max_pairs = auditor_max_pairs
-        self.summary_error_quantile = summary_error_quantile
-        self.summary_audit = summary_audit
-        self.spend_leftover = spend_leftover
-        self.adaptive_tau = adaptive_tau
-        self.auditor_cost_match = auditor_cost_match
-        self.extra_arm_rule = extra_arm_rule
-        self.phase2_rule = phase2_rule
-        self.human_quality = human_quality
-        self.pessimism = pessimism
-        self.dollars_strategy = dollars_strategy
-        self.probe_share = probe_share
-        self.probe_min = probe_min
-        self.probe_order = probe_order
-        self.dominance_z = dominance_z
-        self.batch_size = batch_size
-        self.agreement_reward_value = agreement_reward_value
-        self.label_model_vote = label_model_vote
-        self.audit_llm_first = audit_llm_first
-        self.audit_rounds = audit_rounds
-        self.dollars_audit_plan = dollars_audit_plan
-        self.auditor_audit_plan = auditor_audit_plan
-        self.audit_check_share = audit_check_share
-        self.audit_check_min = audit_check_min
-        self.llm_sample = llm_sample
-        self.label_model_k = label_model_k
-        self.label_model_strength = label_model_strength
-        self.label_model_fit = label_model_fit
-        self.label_model_bandit = label_model_bandit
-        self.label_model_max_items = label_model_max_items
+    def __init__(self, **params: Any) -> None:
+        """Every hyperparameter a named keyword argument, kept as given (scikit-learn
+        style). The names, defaults and types are :class:`QuorumParams`'s fields, written
+        once there (``__init__.__signature__``, what ``get_params`` and ``help`` read)."""
+        unknown = sorted(set(params) - set(QuorumParams.model_fields))
+        if unknown:
+            raise TypeError(f"QuorumRouter() got unexpected keyword arguments {unknown}")
+        for name, field in QuorumParams.model_fields.items():
+            setattr(self, name, params.get(name, field.default))
         self._validate()
+
+    __init__.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [
+            inspect.Parameter(
+                k, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.annotation
+            )
+            for k, f in QuorumParams.model_fields.items()
+        ]
+    )
 
     @property
     def params(self) -> QuorumParams:
