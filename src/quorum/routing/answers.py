@@ -39,13 +39,9 @@ class Answers:
         weights: tuple[float, float],
         trust: Callable[[int], list[str]],
     ) -> None:
-        self.rec = rec
-        self.ids = ids
-        self.human = human
-        self.agg = agg
-        self.summ = summ
+        self.rec, self.ids, self.human = rec, ids, human
+        self.agg, self.summ, self.trust = agg, summ, trust
         self.w_human, self.w_llm = weights
-        self.trust = trust
         self.embed = OutputEmbeddings(rec.source.embed_outputs)
         #: vote of each item that needed no tie-break: (its outputs, the result)
         self._votes: list[tuple[Mapping[str, str], int, Vote] | None] = [None] * len(ids)

@@ -7,6 +7,7 @@ list of where the code and the paper differ, :mod:`~quorum.routing.paper`.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from quorum.features.linguistic import LINGUISTIC_FEATURES
 from quorum.routing.base import RoutingProblem
@@ -185,9 +186,9 @@ def refinement_order(
     d0: np.ndarray,
     uncertainty: np.ndarray,
     disagreement: np.ndarray,
-    has_human: np.ndarray,
-    n_valid: np.ndarray,
-    consensus: np.ndarray,
+    has_human: ArrayLike,
+    n_valid: ArrayLike,
+    consensus: ArrayLike,
     *,
     max_annotations: int = 3,
     disagreement_weight: float = 2.0,

@@ -16,44 +16,47 @@ __all__ = ["RunReport"]
 
 @dataclass
 class RunReport:
-    """The report of one QUORUM run; ``None`` = not set (left out of ``info``)."""
+    """The report of one QUORUM run; ``None`` = not set (left out of ``info``).
 
-    #: flow: the budget affords no annotation
+    Each field and the step that writes it (module: function):
+
+    - ``note``: the budget affords no annotation (flow: ``dollars``);
+    - ``panel_check``: the probe was below ``probe_min`` (flow: ``dollars``);
+    - ``calibration_accuracy``, ``panel_dominated``: the panel verdict
+      (flow: ``panel_verdict``, ``dollars``);
+    - ``n_calibration``, ``dollars_strategy``: the dollars path taken (flow);
+    - ``shadow_price``: lambda of phase 2 (phase2: ``route_rest``);
+    - ``label_model``: "on" or why it is off (run: ``label_model_fits``);
+    - ``calibration_errors``, ``auditor_order``, ``human_labels_given_up``: the one-shot
+      audit or the plan's ordering (one_shot_audit, audit_plans);
+    - ``llm_sample``, ``audit_check``: the cheapest LLM's sample and the "check" plan's
+      sample (audit_plans: ``llm_adds_little``, ``Check``);
+    - ``dollars_audit_plan``, ``auditor_audit_plan``: the audit plan taken (flow);
+    - ``label_model_strength``: the last fitted kNN pseudo-counts (label_state);
+    - ``unasked_labels``: how items nobody was asked on were labelled (final_labels);
+    - ``context_names``, ``posterior_means``: the context and each arm's posterior mean
+      (final_labels: ``result``).
+    """
+
     note: str | None = None
-    #: flow, probe: the panel check was skipped (probe below ``probe_min``)
     panel_check: str | None = None
-    #: flow, panel verdict: calibration accuracy of every LLM
     calibration_accuracy: dict[str, float] | None = None
-    #: flow, panel verdict: no dearer LLM pays
     panel_dominated: bool | None = None
-    #: flow: calibration items
     n_calibration: int | None = None
-    #: flow: "audit" or "bandit", the dollars path taken
     dollars_strategy: str | None = None
-    #: phase 2, Lagrangian rule: lambda
+    context_names: list[str] | None = None
     shadow_price: float | None = None
-    #: label model: "on" or why it is off (``label_model_max_items``)
     label_model: str | None = None
-    #: audit plans: calibration errors of the cheapest LLM
-    calibration_errors: int | None = None
-    #: audit plans: the cheapest LLM's sample (``llm_sample``)
+    label_model_strength: float | None = None
     llm_sample: dict[str, Any] | None = None
-    #: audit plans, "check": the sample's counts and the plan taken
-    audit_check: dict[str, Any] | None = None
-    #: audit plans: how the humans were ordered
+    calibration_errors: int | None = None
     auditor_order: str | None = None
-    #: the audit plan taken (dollars / auditor setting)
+    posterior_means: dict[str, list[float]] | None = None
+    human_labels_given_up: int | None = None
+    audit_check: dict[str, Any] | None = None
     dollars_audit_plan: str | None = None
     auditor_audit_plan: str | None = None
-    #: auditor, one-shot audit with ``auditor_cost_match``
-    human_labels_given_up: int | None = None
-    #: label model: the fitted kNN pseudo-counts (last fit)
-    label_model_strength: float | None = None
-    #: final labels: how the items nobody was asked on were labelled
     unasked_labels: str | None = None
-    #: result: the context's names and each arm's posterior mean
-    context_names: list[str] | None = None
-    posterior_means: dict[str, list[float]] | None = None
 
     def as_info(self) -> dict[str, Any]:
         """The fields that were set, by name."""
