@@ -16,7 +16,8 @@ from quorum.baselines.cdi import (
     sampling_probability,
 )
 from quorum.baselines.coannotating import CoAnnotatingEnsembleRouter, CoAnnotatingRouter
-from quorum.baselines.hypac_ensemble import HyPACEnsembleRouter, pac_threshold, ucb
+from quorum.baselines.hypac_ensemble import HyPACEnsembleRouter
+from quorum.baselines.pac_rules import pac_threshold, ucb
 from quorum.baselines.random import RandomRouter
 from quorum.baselines.sant import SANTRouter
 from quorum.errors import UnsupportedTaskError
