@@ -154,6 +154,27 @@ class ARAIDARouter(LabelModelRouter):
         self.labeller = labeller
         self.n_threads = n_threads
 
+    def _scores(
+        self, store: KNNDatastore, x: np.ndarray, llm: np.ndarray, n_labels: int, ge: float
+    ) -> np.ndarray:
+        """p(y) of a batch (:func:`araida_scores`): its k nearest human labels in ``store``
+        (none yet: the LLM label and the error rate ``ge`` alone)."""
+        if not store.n:
+            return araida_scores(
+                llm, n_labels, None, None, None, ge, self.temperature, self.prior_strength
+            )
+        sims, idx = store.search(x, self.k)
+        return araida_scores(
+            llm,
+            n_labels,
+            sims,
+            store.y[idx],
+            store.err[idx],
+            ge,
+            self.temperature,
+            self.prior_strength,
+        )
+
     def _route(self, run: RunCore) -> Routed:
         problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
         ids, T, human = run.ids, run.T, run.human
@@ -179,23 +200,7 @@ class ARAIDARouter(LabelModelRouter):
         mixed = np.full(T, -1, dtype=np.int64)
         for b0 in range(0, T, self.batch_size):
             batch = order[b0 : b0 + self.batch_size]
-            ge = (n_err + 1.0) / (n_seen + 2.0)
-            if store.n:
-                sims, idx = store.search(X[batch], self.k)
-                p = araida_scores(
-                    llm[batch],
-                    K,
-                    sims,
-                    store.y[idx],
-                    store.err[idx],
-                    ge,
-                    self.temperature,
-                    self.prior_strength,
-                )
-            else:
-                p = araida_scores(
-                    llm[batch], K, None, None, None, ge, self.temperature, self.prior_strength
-                )
+            p = self._scores(store, X[batch], llm[batch], K, (n_err + 1.0) / (n_seen + 2.0))
             mixed[batch] = p.argmax(axis=1)
             if self.machine_output == "mixture":
                 conf[batch] = p.max(axis=1)

@@ -51,6 +51,7 @@ from quorum.baselines._common import (
 from quorum.baselines._confidence import (
     ConfidenceBaseline,
     ConfidenceMode,
+    Signals,
     Substitute,
     embed_texts,
     paired_cosine,
@@ -208,9 +209,7 @@ class CDIRouter(ConfidenceBaseline):
         summaries = not problem.task.type.has_labels
         plan, sig, order, cap = self.buy_signals(problem, rec, budget, rng)
         llm_out = sig.aggregate if self.llm_label == "majority" else sig.label
-        conf = sig.confidence.copy()
-        seen = conf[~np.isnan(conf)]
-        conf[np.isnan(conf)] = float(seen.mean()) if len(seen) else 0.5
+        conf = _filled(sig.confidence)
 
         n_human = affordable_humans(rec, cap)
         share = int(self.warmup_share * T)
@@ -239,24 +238,10 @@ class CDIRouter(ConfidenceBaseline):
             t for t, o in zip(chosen, outs, strict=True) if o is not None
         ]
 
-        outputs = {ids[t]: llm_out[t] for t in range(T)}
-        labels = label_frame(ids, rec, outputs)
-        to_human = np.zeros(T, dtype=bool)
-        to_human[asked] = True
-        step = np.empty(T, dtype=int)
-        step[order] = np.arange(T)
         pis = np.full(T, np.nan)
         pis[order[:warm]] = 1.0
         pis[rest] = pi
-        trace = pd.DataFrame(
-            {
-                "item_id": ids,
-                "step": step,
-                "confidence": sig.confidence,
-                "pi": pis,
-                "human": to_human,
-            }
-        )
+        labels, trace = _labels_and_trace(run, sig, order, asked, pis, llm_out)
         info = plan_info(plan, sig)
         info.update(
             {
@@ -274,26 +259,55 @@ class CDIRouter(ConfidenceBaseline):
 
     def _route_stream(self, run: RunCore) -> Routed:
         """CDI's own notebooks: burn-in, refits every ``refit_every`` items, ``tau``."""
-        problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
-        ids, T, human = run.ids, run.T, run.human
-        summaries = not problem.task.type.has_labels
+        problem, budget, rng, rec, T = run.problem, run.budget, run.rng, run.rec, run.T
         plan, sig, order, cap = self.buy_signals(problem, rec, budget, rng)
         llm_out = sig.aggregate if self.llm_label == "majority" else sig.label
 
         n_human = affordable_humans(rec, cap)
         burn = min(self.burnin, n_human, T)
         frac = (n_human - burn) / (T - burn) if burn < T else 0.0
-        conf = sig.confidence.copy()
-        seen = conf[~np.isnan(conf)]
-        conf[np.isnan(conf)] = float(seen.mean()) if len(seen) else 0.5
+        conf = _filled(sig.confidence)
 
+        pis = np.full(T, np.nan)
+        asked = self._ask_stream(run, order, conf, llm_out, n_human, burn, frac, pis)
+        labels, trace = _labels_and_trace(run, sig, order, asked, pis, llm_out)
+        info = plan_info(plan, sig)
+        info.update(
+            {
+                "rule": "Bernoulli(pi_t), pi_t ~ sqrt(predicted error(confidence))",
+                "sampling": "stream",
+                "n_human_expected": int(n_human),
+                "burnin_used": int(burn),
+                "frac": float(frac),
+                "error_model": self.error_model,
+                "llm_label": self.llm_label,
+                "degraded": bool(sig.estimated.sum() < T),
+            }
+        )
+        return Routed(labels, info, trace)
+
+    def _ask_stream(
+        self,
+        run: RunCore,
+        order: np.ndarray,
+        conf: np.ndarray,
+        llm_out: np.ndarray,
+        n_human: int,
+        burn: int,
+        frac: float,
+        pis: np.ndarray,
+    ) -> list[int]:
+        """The stream: the first ``burn`` items to humans, then each with probability
+        pi_t (written to ``pis``), the error model refitted every ``refit_every`` items;
+        returns the items a human was asked on."""
+        rec, rng, ids, human, T = run.rec, run.rng, run.ids, run.human, run.T
+        summaries = not run.problem.task.type.has_labels
         # predict once per distinct confidence (rounded to 1e-4): a refit costs milliseconds
         conf_values, conf_index = np.unique(np.round(conf, 4), return_inverse=True)
         asked: list[int] = []
         train_x: list[float] = []
         train_e: list[float] = []
         pending: list[tuple[int, str]] = []  # summaries: (item, human text) not yet scored
-        pis = np.full(T, np.nan)
         u = np.ones(T)
         mean_u = 1.0
 
@@ -328,35 +342,7 @@ class CDIRouter(ConfidenceBaseline):
                 train_x.append(conf[t])
                 train_e.append(0.0 if llm_out[t] == out.output else 1.0)
 
-        outputs = {ids[t]: llm_out[t] for t in range(T)}
-        labels = label_frame(ids, rec, outputs)
-        to_human = np.zeros(T, dtype=bool)
-        to_human[asked] = True
-        step = np.empty(T, dtype=int)
-        step[order] = np.arange(T)
-        trace = pd.DataFrame(
-            {
-                "item_id": ids,
-                "step": step,
-                "confidence": sig.confidence,
-                "pi": pis,
-                "human": to_human,
-            }
-        )
-        info = plan_info(plan, sig)
-        info.update(
-            {
-                "rule": "Bernoulli(pi_t), pi_t ~ sqrt(predicted error(confidence))",
-                "sampling": "stream",
-                "n_human_expected": int(n_human),
-                "burnin_used": int(burn),
-                "frac": float(frac),
-                "error_model": self.error_model,
-                "llm_label": self.llm_label,
-                "degraded": bool(sig.estimated.sum() < T),
-            }
-        )
-        return Routed(labels, info, trace)
+        return asked
 
 
 class CDIEnsembleRouter(CDIRouter):
@@ -410,3 +396,38 @@ def summary_errors(
         for (j, _, _), c in zip(ok, cos, strict=True):
             err[j] = float(1.0 - c)
     return err
+
+
+def _filled(confidence: np.ndarray) -> np.ndarray:
+    """The confidences, an unknown one replaced by the mean of the known (0.5 if none)."""
+    conf = confidence.copy()
+    seen = conf[~np.isnan(conf)]
+    conf[np.isnan(conf)] = float(seen.mean()) if len(seen) else 0.5
+    return conf
+
+
+def _labels_and_trace(
+    run: RunCore,
+    sig: Signals,
+    order: np.ndarray,
+    asked: list[int],
+    pis: np.ndarray,
+    llm_out: np.ndarray,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The LLM's label where no human answered; the trace: step, confidence, pi, human."""
+    ids, T = run.ids, run.T
+    labels = label_frame(ids, run.rec, {ids[t]: llm_out[t] for t in range(T)})
+    to_human = np.zeros(T, dtype=bool)
+    to_human[asked] = True
+    step = np.empty(T, dtype=int)
+    step[order] = np.arange(T)
+    trace = pd.DataFrame(
+        {
+            "item_id": ids,
+            "step": step,
+            "confidence": sig.confidence,
+            "pi": pis,
+            "human": to_human,
+        }
+    )
+    return labels, trace
