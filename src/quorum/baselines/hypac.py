@@ -34,12 +34,12 @@ from quorum.baselines._common import Routed, affordable_humans, label_frame
 from quorum.baselines._confidence import (
     ConfidenceBaseline,
     ConfidenceMode,
-    Signals,
     Substitute,
     extra_cost,
     plan_info,
 )
-from quorum.baselines.cdi import summary_errors
+from quorum.baselines._signals import Signals
+from quorum.baselines.cdi_rules import summary_errors
 from quorum.routing.base import AnnotationSource, RoutingProblem
 from quorum.routing.recorder import CallRecorder
 from quorum.routing.run_core import RunCore

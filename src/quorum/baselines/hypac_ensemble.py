@@ -47,8 +47,9 @@ from quorum.baselines._common import (
     affordable_humans,
     label_frame,
 )
-from quorum.baselines._confidence import ConfidenceBaseline, ConfidenceMode, Signals, plan_info
-from quorum.baselines.cdi import summary_errors
+from quorum.baselines._confidence import ConfidenceBaseline, ConfidenceMode, plan_info
+from quorum.baselines._signals import Signals
+from quorum.baselines.cdi_rules import summary_errors
 from quorum.baselines.pac_rules import finite_or_none, pac_draws, pac_threshold, two_thresholds
 from quorum.routing.base import RoutingProblem
 from quorum.routing.recorder import CallRecorder
