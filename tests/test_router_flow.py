@@ -72,6 +72,10 @@ def test_plans_and_rules_are_objects_chosen_from_the_parameters():
     assert (s.probe, s.always_audit, s.skip_small_probe) == (True, False, True)
     s = flow.Strategy.of(QuorumParams(dollars_strategy="bandit"))
     assert (s.probe, s.always_audit, s.skip_small_probe) == (False, False, False)
+    plans = flow.Plans.of(QuorumParams(dollars_audit_plan="humans-only", phase2_rule="paper"))
+    assert isinstance(plans.dollars_audit, HumansOnly) and plans.dollars_audit.trace_q
+    assert isinstance(plans.auditor_audit, Check) and not plans.auditor_audit.trace_q
+    assert isinstance(plans.route, PaperRule) and isinstance(plans.extra, ValueRule)
 
 
 # ------------------------------------------------------------------ the report is never read
@@ -97,7 +101,9 @@ def test_what_the_run_reports_decides_nothing(setting):
     outs = []
     for clobber in (False, True):
         run = _open(ds, setting, dollars_strategy="bandit", label_model_bandit=False)
-        after_bandit = flow.dollars(run) is flow.Path.BANDIT if setting == "dollars" else False
+        after_bandit = (
+            flow.dollars(run) is flow.DollarsPath.BANDIT if setting == "dollars" else False
+        )
         if setting == "auditor":
             flow.auditor(run)
         if clobber:
@@ -109,11 +115,11 @@ def test_what_the_run_reports_decides_nothing(setting):
 def test_the_dollars_flow_names_the_path_it_took():
     ds = make_dataset(120, acc=(0.6, 0.7, 0.8))
     run = _open(ds, dollars_strategy="bandit")
-    assert flow.dollars(run) is flow.Path.BANDIT
+    assert flow.dollars(run) is flow.DollarsPath.BANDIT
     assert run.report.as_info()["dollars_strategy"] == "bandit"
     run = _open(ds, dollars_strategy="audit")
-    assert flow.dollars(run) is flow.Path.AUDIT
+    assert flow.dollars(run) is flow.DollarsPath.AUDIT
     assert run.report.dollars_audit_plan in {"llm-first", "humans-instead", "humans-only"}
     run = _open(ds, frac=0.0001)
-    assert flow.dollars(run) is flow.Path.NOTHING
+    assert flow.dollars(run) is flow.DollarsPath.NOTHING
     assert "note" in run.report.as_info()

@@ -19,6 +19,7 @@ LLM's answers add less than the human labels their price buys (``llm_sample``,
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections import Counter
 
 import numpy as np
@@ -34,7 +35,7 @@ __all__ = ["AuditPlan", "Check", "HumansInstead", "HumansOnly", "LlmFirst", "aud
 _NONE = np.zeros(0, dtype=int)
 
 
-class AuditPlan:
+class AuditPlan(ABC):
     """Audit the items ``rest`` with the cheapest LLM ``cheap`` and at most ``n_h`` humans
     (None: as many as the money buys). ``trace_q``: the trace keeps x_t and q_a(x_t) of the
     LLM's items, as in bandit routing (dollars, for the dashboard)."""
@@ -45,6 +46,7 @@ class AuditPlan:
         self.cfg = cfg
         self.trace_q = trace_q
 
+    @abstractmethod
     def run(self, run: QuorumRun, rest: np.ndarray, cheap: str, n_h: int | None) -> str:
         """Buy the plan's answers; returns the name of the plan taken."""
         raise NotImplementedError

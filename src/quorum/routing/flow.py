@@ -30,21 +30,21 @@ from enum import Enum
 
 import numpy as np
 
-from quorum.routing.audit_plans import audit, audit_plan
+from quorum.routing.audit_plans import AuditPlan, audit, audit_plan
 from quorum.routing.calibration import calibration_order, calibration_size, panel_check, probe_size
 from quorum.routing.one_shot_audit import calibration_errors, one_shot_auditor, one_shot_dollars
 from quorum.routing.params import QuorumParams
-from quorum.routing.phase2 import route_rest, route_rule
-from quorum.routing.phase3 import extra_arm_rule, refine
+from quorum.routing.phase2 import RouteRule, route_rest, route_rule
+from quorum.routing.phase3 import ExtraArmRule, extra_arm_rule, refine
 from quorum.routing.rewards import settle
 from quorum.routing.run import QuorumRun
 
-__all__ = ["Path", "Strategy", "auditor", "dollars"]
+__all__ = ["DollarsPath", "Plans", "Strategy", "auditor", "dollars"]
 
 _EPS = 1e-9
 
 
-class Path(Enum):
+class DollarsPath(Enum):
     """The way a dollars run went (what the final labels need to know)."""
 
     NOTHING = "nothing"
@@ -69,14 +69,40 @@ class Strategy:
         return cls(probe=s != "bandit", always_audit=s == "audit", skip_small_probe=s == "auto")
 
 
-def dollars(run: QuorumRun) -> Path:
+@dataclass(frozen=True)
+class Plans:
+    """Every plan of a run, chosen once from the validated parameters."""
+
+    strategy: Strategy
+    #: phase 2 (``phase2_rule``)
+    route: RouteRule
+    #: phase 3 (``extra_arm_rule``)
+    extra: ExtraArmRule
+    #: ``dollars_audit_plan`` (the trace keeps x_t and q_a there) / ``auditor_audit_plan``
+    dollars_audit: AuditPlan
+    auditor_audit: AuditPlan
+
+    @classmethod
+    def of(cls, cfg: QuorumParams) -> Plans:
+        return cls(
+            Strategy.of(cfg),
+            route_rule(cfg),
+            extra_arm_rule(cfg),
+            audit_plan(cfg.dollars_audit_plan, cfg, trace_q=True),
+            audit_plan(cfg.auditor_audit_plan, cfg),
+        )
+
+
+def dollars(run: QuorumRun, plans: Plans | None = None) -> DollarsPath:
     """Algorithm 1: probe, panel verdict, (audit plan | calibration, phase-2 routing,
-    refinement). Returns the path taken."""
+    refinement). ``plans``: by default those of the run's parameters. Returns the path
+    taken."""
     cfg, T, sp, report = run.cfg, run.T, run.spend, run.report
-    strategy = Strategy.of(cfg)
+    plans = Plans.of(cfg) if plans is None else plans
+    strategy = plans.strategy
     if run.budget.limit <= 0 or sp.c_min > run.budget.remaining + _EPS:
         report.note = "budget below one annotation: nothing was annotated"
-        return Path.NOTHING
+        return DollarsPath.NOTHING
     # probe: the calibration items, the probe's share of them and their order
     n_cal = calibration_size(
         run.budget.remaining, T, sp.c, sp.c_h, cfg.calibration_share, cfg.calibration_budget
@@ -85,7 +111,7 @@ def dollars(run: QuorumRun) -> Path:
     small = strategy.skip_small_probe and 0 < n_probe < cfg.probe_min
     if small and (cheap := _live_cheapest(run)) is not None:
         report.panel_check = f"skipped: a probe of {n_probe} < probe_min items"
-        return _audit_rest(run, [], cheap)
+        return _audit_rest(run, [], cheap, plans.dollars_audit)
     if not n_cal:
         order = np.zeros(0, dtype=int)
     elif strategy.probe and cfg.probe_order == "random":
@@ -98,20 +124,21 @@ def dollars(run: QuorumRun) -> Path:
         cheap, dominated = panel_verdict(run, cal)
         report.panel_dominated = dominated
         if strategy.always_audit or dominated:
-            return _audit_rest(run, cal, cheap)
+            return _audit_rest(run, cal, cheap, plans.dollars_audit)
         cal += calibrate(run, [int(t) for t in order[n_probe:n_cal]])
     report.n_calibration = len(cal)
-    report.dollars_strategy = Path.BANDIT.value
-    route_rest(run, cal, route_rule(cfg))  # phase 2
+    report.dollars_strategy = DollarsPath.BANDIT.value
+    route_rest(run, cal, plans.route)  # phase 2
     if cfg.max_annotations > 1:
-        refine(run, extra_arm_rule(cfg))  # phase 3
-    return Path.BANDIT
+        refine(run, plans.extra)  # phase 3
+    return DollarsPath.BANDIT
 
 
-def auditor(run: QuorumRun) -> None:
+def auditor(run: QuorumRun, plans: Plans | None = None) -> None:
     """Algorithm 2: calibration slice, then the audit plan (label model on) or the one-shot
     audit by the calibration errors."""
     cfg, T = run.cfg, run.T
+    plans = Plans.of(cfg) if plans is None else plans
     B = int(min(run.p.human_budget or 0, T))
     cheap = run.llm_names[int(np.argmin(run.spend.c))]
     order = run.rng.permutation(T)
@@ -130,8 +157,7 @@ def auditor(run: QuorumRun) -> None:
     n_h = B - len(cal)
     if label_model_audits(run):  # within B c_H + T c_min, no give-up
         calibration_errors(run, cal, cheap)
-        plan = audit_plan(cfg.auditor_audit_plan, cfg)
-        run.report.auditor_audit_plan = audit(run, rest, cheap, plan, n_h)
+        run.report.auditor_audit_plan = audit(run, rest, cheap, plans.auditor_audit, n_h)
         return
     one_shot_auditor(run, cal, rest, cheap, n_h)
 
@@ -191,22 +217,21 @@ def label_model_audits(run: QuorumRun) -> bool:
     )
 
 
-def _audit_rest(run: QuorumRun, cal: list[int], cheap: str) -> Path:
+def _audit_rest(run: QuorumRun, cal: list[int], cheap: str, plan: AuditPlan) -> DollarsPath:
     """Dollars, audit path: the cheapest LLM on every item left, humans on its likely
     errors, by the audit plan of ``dollars_audit_plan`` or the one-shot audit."""
     run.report.n_calibration = len(cal)
-    run.report.dollars_strategy = Path.AUDIT.value
+    run.report.dollars_strategy = DollarsPath.AUDIT.value
     in_cal = np.zeros(run.T, dtype=bool)
     in_cal[cal] = True
     perm = run.rng.permutation(run.T)
     rest = perm[~in_cal[perm]].astype(int)
     if label_model_audits(run):
         calibration_errors(run, cal, cheap)
-        plan = audit_plan(run.cfg.dollars_audit_plan, run.cfg, trace_q=True)
         run.report.dollars_audit_plan = audit(run, rest, cheap, plan)
     else:
         one_shot_dollars(run, cal, rest, cheap)
-    return Path.AUDIT
+    return DollarsPath.AUDIT
 
 
 def _live_cheapest(run: QuorumRun) -> str | None:

@@ -9,6 +9,8 @@ from ``phase2_rule``: :class:`LagrangianRule` (ours, default) or :class:`PaperRu
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 
 from quorum.routing.budget import SpendingPlan
@@ -25,7 +27,7 @@ from quorum.routing.run import QuorumRun
 __all__ = ["LagrangianRule", "PaperRule", "RouteRule", "route_rest", "route_rule"]
 
 
-class RouteRule:
+class RouteRule(ABC):
     """How phase 2 picks an item's arm among the LLMs that fit and the human."""
 
     #: escalations pace on all the spare money (True), or on the working share only
@@ -38,6 +40,7 @@ class RouteRule:
         """Set up before the first item; returns the shadow price lambda (0: none)."""
         return 0.0
 
+    @abstractmethod
     def choose(
         self,
         run: QuorumRun,
@@ -61,14 +64,15 @@ class LagrangianRule(RouteRule):
     def prepare(self, run: QuorumRun, rest: list[int], working: float) -> float:
         """lambda: the human an arm of quality ``human_quality``; the money what phase 2
         may spend, the cheapest LLM on every item plus the working share."""
+        self.lam_ = 0.0
         if not rest:
-            return 0.0
+            return self.lam_
         sp, arms = run.spend, run.arms
         X = arms.unasked_contexts(rest, run.budget.remaining_fraction, 0.5)
         Q = np.column_stack([arms.q_lower(X), np.full(len(rest), self.cfg.human_quality)])
         price = np.append(sp.c, sp.c_h) / sp.c_h
-        self.lam = shadow_price(Q, price, sp.c_h, len(rest) * sp.c_min + working)
-        return self.lam
+        self.lam_ = shadow_price(Q, price, sp.c_h, len(rest) * sp.c_min + working)
+        return self.lam_
 
     def choose(self, run, x, q, fits, human_ok, t, tau_ratio):
         cfg, sp = self.cfg, run.spend
@@ -78,7 +82,7 @@ class LagrangianRule(RouteRule):
             sp.c[fits],
             sp.c_h,
             human_ok=human_ok,
-            lam=self.lam,
+            lam=self.lam_,
             human_quality=cfg.human_quality,
             tau_h=cfg.tau_h,
             epsilon=run.arms.policy.epsilon(t),

@@ -11,6 +11,8 @@ default) or :class:`PaperExtraRule`.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 
 from quorum.routing.budget import affordable_count, cap_humans, first_answer_reserve
@@ -23,12 +25,13 @@ from quorum.routing.run import QuorumRun
 __all__ = ["ExtraArmRule", "PaperExtraRule", "ValueRule", "extra_arm_rule", "refine"]
 
 
-class ExtraArmRule:
+class ExtraArmRule(ABC):
     """How phase 3 picks the arm of an item's next annotation."""
 
     def __init__(self, cfg: QuorumParams) -> None:
         self.cfg = cfg
 
+    @abstractmethod
     def choose(
         self, run: QuorumRun, t: int, q: np.ndarray, fits: list[int], human_ok: bool, n_open: int
     ) -> tuple[int | None, str]:

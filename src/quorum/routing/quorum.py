@@ -263,7 +263,9 @@ class QuorumRouter(Router):
         if not problem.llms:
             raise ValueError("QUORUM needs at least one machine annotator (LLM or model)")
         run = QuorumRun(params, problem, source, budget, seed, method=self.name)
+        plans = flow.Plans.of(params)  # every plan, chosen once
         if problem.setting == "auditor":
-            flow.auditor(run)
+            flow.auditor(run, plans)
             return result(run)
-        return result(run, after_bandit=flow.dollars(run) is flow.Path.BANDIT)
+        path = flow.dollars(run, plans)
+        return result(run, after_bandit=path is flow.DollarsPath.BANDIT)
