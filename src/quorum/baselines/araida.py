@@ -222,10 +222,8 @@ class ARAIDARouter(LabelModelRouter):
                     n_err += int(wrong)
                     n_seen += 1
 
-        if self.machine_output == "mixture":
-            outputs = {ids[t]: labels_list[mixed[t]] for t in range(T) if mixed[t] >= 0}
-        else:
-            outputs = {ids[t]: (labels_list[llm[t]] if llm[t] >= 0 else None) for t in range(T)}
+        kept = mixed if self.machine_output == "mixture" else llm
+        outputs = {ids[t]: (labels_list[kept[t]] if kept[t] >= 0 else None) for t in range(T)}
         labels = label_frame(ids, rec, outputs)
         trace = pd.DataFrame({"item_id": ids, "confidence": conf})
         info = {
