@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from quorum.routing.budget import cap_humans
+
 _EPS = 1e-9
 
 
@@ -167,10 +169,7 @@ def audit_human_count(
     if c_h > c_llm:
         # floor(a / b + eps), not a // b: (10 - 1) // 0.09 is 99.0 in floating point
         n_h = math.floor((money - n_items * c_llm) / (c_h - c_llm) + _EPS)
-    n_h = max(0, min(n_h, n_items))
-    if humans_left is not None:
-        n_h = min(n_h, humans_left)
-    return n_h
+    return cap_humans(max(0, min(n_h, n_items)), humans_left)
 
 
 def round_sizes(n_h: int, rounds: int) -> np.ndarray:
