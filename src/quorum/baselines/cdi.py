@@ -38,7 +38,7 @@ For summaries the "squared error" is ``1 - cos`` between the human and LLM summa
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -54,7 +54,7 @@ from quorum.baselines._confidence import (
     Substitute,
     plan_info,
 )
-from quorum.baselines._signals import Signals
+from quorum.baselines._signals import ConfidencePlan, Signals
 from quorum.baselines.cdi_rules import (
     ErrorModel,
     budget_probabilities,
@@ -170,18 +170,14 @@ class CDIRouter(ConfidenceBaseline):
         pis[order[:warm]] = 1.0
         pis[rest] = pi
         labels, trace = _labels_and_trace(run, sig, order, asked, pis, llm_out)
-        info = plan_info(plan, sig)
-        info.update(
-            {
-                "rule": "warm-up, then Bernoulli(pi), pi = min(1, c sqrt(predicted error)) "
-                "summing to the budget (authors' ppi_router)",
-                "sampling": "authors",
-                "n_human_expected": int(n_human),
-                "warmup_used": int(warm),
-                "error_model": self.error_model,
-                "llm_label": self.llm_label,
-                "degraded": bool(sig.estimated.sum() < T),
-            }
+        info = self._info(
+            plan,
+            sig,
+            rule="warm-up, then Bernoulli(pi), pi = min(1, c sqrt(predicted error)) "
+            "summing to the budget (authors' ppi_router)",
+            sampling="authors",
+            n_human_expected=int(n_human),
+            warmup_used=int(warm),
         )
         return Routed(labels, info, trace)
 
@@ -199,20 +195,25 @@ class CDIRouter(ConfidenceBaseline):
         pis = np.full(T, np.nan)
         asked = self._ask_stream(run, order, conf, llm_out, n_human, burn, frac, pis)
         labels, trace = _labels_and_trace(run, sig, order, asked, pis, llm_out)
-        info = plan_info(plan, sig)
-        info.update(
-            {
-                "rule": "Bernoulli(pi_t), pi_t ~ sqrt(predicted error(confidence))",
-                "sampling": "stream",
-                "n_human_expected": int(n_human),
-                "burnin_used": int(burn),
-                "frac": float(frac),
-                "error_model": self.error_model,
-                "llm_label": self.llm_label,
-                "degraded": bool(sig.estimated.sum() < T),
-            }
+        info = self._info(
+            plan,
+            sig,
+            rule="Bernoulli(pi_t), pi_t ~ sqrt(predicted error(confidence))",
+            sampling="stream",
+            n_human_expected=int(n_human),
+            burnin_used=int(burn),
+            frac=float(frac),
         )
         return Routed(labels, info, trace)
+
+    def _info(self, plan: ConfidencePlan, sig: Signals, **fields: Any) -> dict[str, Any]:
+        """The result's info: the signal's (:func:`plan_info`), ``fields``, the model."""
+        info = plan_info(plan, sig)
+        info.update(fields)
+        info["error_model"] = self.error_model
+        info["llm_label"] = self.llm_label
+        info["degraded"] = bool(sig.estimated.sum() < len(sig.label))
+        return info
 
     def _ask_stream(
         self,
