@@ -58,6 +58,31 @@ def _entropy_source(names: list[str], summaries: bool) -> tuple[str, bool]:
     return f"{what}-over-models:{','.join(names)}", False
 
 
+def _checked(
+    problem: RoutingProblem,
+    mode: str,
+    labeller: str | None,
+    entropy_annotators: list[str] | None,
+    substitute: str,
+) -> tuple[str, list[str]]:
+    """The labeller and the entropy annotators (the labeller first), each checked."""
+    if mode not in CONFIDENCE_MODES:
+        raise ValueError(f"confidence must be one of {CONFIDENCE_MODES}, got {mode!r}")
+    if substitute not in SUBSTITUTES:
+        raise ValueError(f"substitute must be one of {SUBSTITUTES}, got {substitute!r}")
+    llms = [a.name for a in problem.llms]
+    if not llms:
+        raise ValueError("an uncertainty baseline needs at least one LLM in the task")
+    lab = labeller or llms[0]
+    if lab not in llms:
+        raise ValueError(f"labeller {lab!r} is not one of the task's LLMs {llms}")
+    ent = list(entropy_annotators) if entropy_annotators else list(llms)
+    unknown = sorted(set(ent) - set(llms))
+    if unknown:
+        raise ValueError(f"entropy_annotators {unknown} are not LLMs of the task ({llms})")
+    return lab, [lab] + [a for a in ent if a != lab]
+
+
 def plan_confidence(
     problem: RoutingProblem,
     source: AnnotationSource,
@@ -74,21 +99,7 @@ def plan_confidence(
     so it is not flagged as a substitute. ``substitute``: what ``mode="paper"`` uses when
     the labeller's confidence can be neither looked up nor asked for.
     """
-    if mode not in CONFIDENCE_MODES:
-        raise ValueError(f"confidence must be one of {CONFIDENCE_MODES}, got {mode!r}")
-    if substitute not in SUBSTITUTES:
-        raise ValueError(f"substitute must be one of {SUBSTITUTES}, got {substitute!r}")
-    llms = [a.name for a in problem.llms]
-    if not llms:
-        raise ValueError("an uncertainty baseline needs at least one LLM in the task")
-    lab = labeller or llms[0]
-    if lab not in llms:
-        raise ValueError(f"labeller {lab!r} is not one of the task's LLMs {llms}")
-    ent = list(entropy_annotators) if entropy_annotators else list(llms)
-    unknown = sorted(set(ent) - set(llms))
-    if unknown:
-        raise ValueError(f"entropy_annotators {unknown} are not LLMs of the task ({llms})")
-    ent = [lab] + [a for a in ent if a != lab]
+    lab, ent = _checked(problem, mode, labeller, entropy_annotators, substitute)
     others = tuple(ent[1:])
     summaries = not problem.task.type.has_labels
     has_conf = getattr(source, "has_recorded_confidence", None)
