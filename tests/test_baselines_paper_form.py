@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from baselines_fakes import auditor_budget, make_dataset, make_problem, source_of
-from quorum.baselines.cdi import budget_probabilities
+from quorum.baselines.cdi_rules import budget_probabilities
 from quorum.baselines.hypac import HyPACRouter, best_thresholds, tier_of
 from quorum.methods import make_router
 from quorum.routing.budget import Budget

@@ -9,14 +9,11 @@ import pytest
 
 from baselines_fakes import auditor_budget, make_dataset, make_problem, source_of
 from quorum.baselines.araida import ARAIDARouter, araida_scores, pace_quota
-from quorum.baselines.cdi import (
-    CDIEnsembleRouter,
-    CDIRouter,
-    fit_error_model,
-    sampling_probability,
-)
+from quorum.baselines.cdi import CDIEnsembleRouter, CDIRouter
+from quorum.baselines.cdi_rules import fit_error_model, sampling_probability
 from quorum.baselines.coannotating import CoAnnotatingEnsembleRouter, CoAnnotatingRouter
-from quorum.baselines.hypac_ensemble import HyPACEnsembleRouter, pac_threshold, ucb
+from quorum.baselines.hypac_ensemble import HyPACEnsembleRouter
+from quorum.baselines.pac_rules import pac_threshold, ucb
 from quorum.baselines.random import RandomRouter
 from quorum.baselines.sant import SANTRouter
 from quorum.errors import UnsupportedTaskError

@@ -11,12 +11,13 @@ import pytest
 from threadpoolctl import threadpool_info
 
 from baselines_fakes import auditor_budget, make_dataset, make_problem, source_of
-from quorum.baselines._common import BaselineRouter, Routed, RouteRun, label_frame
+from quorum.baselines._common import BaselineRouter, Routed, label_frame
 from quorum.errors import UnsupportedTaskError
 from quorum.methods import METHODS, get_router_class
 from quorum.routing.budget import Budget
+from quorum.routing.run_core import RunCore
 
-BASELINES = [m for m in METHODS if not m.startswith("quorum")]
+BASELINES = [m for m in METHODS if not get_router_class(m).is_quorum]
 PRICES = {"cheap": 0.01, "strong": 0.05}
 
 
@@ -49,7 +50,7 @@ class Probe(BaselineRouter):
         self.needs_labels = needs_labels
         self.n_threads = n_threads
 
-    def _route(self, run: RouteRun) -> Routed:
+    def _route(self, run: RunCore) -> Routed:
         self.run = run
         self.threads = {i["internal_api"]: i["num_threads"] for i in threadpool_info()}
         self.draw = run.rng.random()

@@ -30,8 +30,6 @@ LAYERS: list[tuple[str, set[str]]] = [
     # the faces: the library (quorum, quorum.api) and every command line (*.cli)
     ("face", {"api", "__face__"}),
 ]
-#: old paths kept for outside scripts: they may import their new home, nothing imports them
-ALIASES = {"quorum.routing.simulate": "quorum.simulate"}
 
 
 def _module_name(path: Path) -> str:
@@ -123,25 +121,16 @@ def test_the_checker_sees_imports_of_every_kind():
 def test_no_module_imports_from_a_higher_layer():
     bad = []
     for a, b in _edges():
-        if ALIASES.get(a) == b:
-            continue
         if _layer(b) > _layer(a):
             bad.append(f"{a} ({LAYERS[_layer(a)][0]}) -> {b} ({LAYERS[_layer(b)][0]})")
     assert bad == []
-
-
-def test_nothing_in_the_package_imports_an_alias():
-    assert [(a, b) for a, b in _edges() if b in ALIASES] == []
 
 
 def test_units_of_one_layer_do_not_import_each_other():
     bad = [
         (a, b)
         for a, b in _edges()
-        if _unit(a) != _unit(b)
-        and _layer(a) == _layer(b)
-        and LAYERS[_layer(a)][0] != "face"
-        and ALIASES.get(a) != b
+        if _unit(a) != _unit(b) and _layer(a) == _layer(b) and LAYERS[_layer(a)][0] != "face"
     ]
     assert bad == []
 
@@ -154,3 +143,64 @@ def test_lower_layers_never_import_live_or_bench(lower):
         if _unit(a) == lower and _unit(b) in {"live", "bench", "api", "__face__"}
     ]
     assert bad == []
+
+
+def _cycles(modules: set[str]) -> list[list[str]]:
+    """Import cycles (strongly connected components of two or more modules) among
+    ``modules`` (Tarjan's algorithm, iterative)."""
+    graph = {a: [b for b in sorted(_imports(a)) if b in modules] for a in sorted(modules)}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            w = next(children, None)
+            if w is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        x = stack.pop()
+                        on_stack.discard(x)
+                        comp.append(x)
+                        if x == v:
+                            break
+                    if len(comp) > 1:
+                        found.append(sorted(comp))
+            elif w not in index:
+                index[w] = low[w] = len(index)
+                stack.append(w)
+                on_stack.add(w)
+                work.append((w, iter(graph[w])))
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle(monkeypatch):
+    fake = {"quorum.a": {"quorum.b"}, "quorum.b": {"quorum.c"}, "quorum.c": {"quorum.a"}}
+    monkeypatch.setattr("test_layering._imports", lambda m: frozenset(fake.get(m, set()) | set()))
+    assert _cycles({"quorum.a", "quorum.b", "quorum.c", "quorum.d"}) == [
+        ["quorum.a", "quorum.b", "quorum.c"]
+    ]
+
+
+@pytest.mark.parametrize(
+    "layer",
+    ["ground", "models", "data", "features", "routing", "baselines", "methods", "replay runs"],
+)
+def test_no_import_cycle_in_the_layers_below_the_runs(layer):
+    units = dict(LAYERS)[layer]
+    modules = {m for m in _modules() if _unit(m) in units}
+    assert _cycles(modules) == []

@@ -16,10 +16,8 @@ from baselines_fakes import auditor_budget, make_dataset, make_problem, source_o
 from quorum.features.linguistic import LINGUISTIC_FEATURES
 from quorum.methods import make_router
 from quorum.routing.budget import Budget
-from quorum.routing.paper import (
-    AuthorsAccountingPaperQuorumRouter,
-    PaperQuorumRouter,
-    _PaperRun,
+from quorum.routing.paper import AuthorsAccountingPaperQuorumRouter, PaperQuorumRouter
+from quorum.routing.paper_rules import (
     auditor_calibration_size,
     paper_base_features,
     paper_calibration_size,
@@ -28,6 +26,7 @@ from quorum.routing.paper import (
     per_step_arms,
     refinement_order,
 )
+from quorum.routing.paper_run import PaperRun
 
 PRICES = {"cheap": 0.01, "mid": 0.03, "dear": 0.05}
 
@@ -212,7 +211,7 @@ def test_selection_escalates_before_exploring_and_ties_go_first():
 def test_equal_clipped_qualities_pick_the_dearest_llm():
     ds = toy(30)
     prob = make_problem(ds, "dollars")
-    run = _PaperRun(PaperQuorumRouter(epsilon0=0.0), prob, source_of(ds), Budget(10.0), 0)
+    run = PaperRun(PaperQuorumRouter(epsilon0=0.0), prob, source_of(ds), Budget(10.0), 0)
     b_index = run.base.shape[1]  # x_t = [base, b_t, p_t, m_t]; b_t = 1 here
     for post in run.post:  # every q = mu^T x clips to 1
         post.mean_ = np.zeros(run.dim)
@@ -258,20 +257,20 @@ def test_refinement_weights_are_the_codes_not_the_papers():
 def test_consensus_is_weighted_agreement_at_060():
     ds = toy(10)
     prob = make_problem(ds, "dollars")
-    run = _PaperRun(PaperQuorumRouter(), prob, source_of(ds), Budget(10.0), 0)
-    run.add_vote(0, "cheap", "A")
-    assert not (run.consensus[0] and run.n_valid[0] >= 2)  # one answer: still open
-    run.add_vote(0, "mid", "B")
-    assert not run.consensus[0] and run.dis[0] == 0.5  # 1 of 2
-    run.add_vote(0, "dear", "A")
-    assert run.consensus[0] and math.isclose(run.dis[0], 1 / 3)  # 2 of 3 >= 0.6
-    run.add_vote(1, "cheap", "A")
-    run.add_vote(1, run.human, "B")
-    assert run.consensus[1]  # 10 / 11
-    assert run._final(1)[0] == "B"
-    run.add_vote(2, "cheap", "C")
-    run.add_vote(2, "mid", "D")
-    assert run._final(2)[0] == "C"  # a tie goes to the label given first
+    run = PaperRun(PaperQuorumRouter(), prob, source_of(ds), Budget(10.0), 0)
+    run.votes.add(0, "cheap", "A")
+    assert not (run.votes.consensus[0] and run.votes.n_valid[0] >= 2)  # one answer: still open
+    run.votes.add(0, "mid", "B")
+    assert not run.votes.consensus[0] and run.votes.dis[0] == 0.5  # 1 of 2
+    run.votes.add(0, "dear", "A")
+    assert run.votes.consensus[0] and math.isclose(run.votes.dis[0], 1 / 3)  # 2 of 3 >= 0.6
+    run.votes.add(1, "cheap", "A")
+    run.votes.add(1, run.human, "B")
+    assert run.votes.consensus[1]  # 10 / 11
+    assert run.votes.final(1)[0] == "B"
+    run.votes.add(2, "cheap", "C")
+    run.votes.add(2, "mid", "D")
+    assert run.votes.final(2)[0] == "C"  # a tie goes to the label given first
 
 
 def test_summary_consensus_reads_the_output_embeddings():
@@ -281,20 +280,20 @@ def test_summary_consensus_reads_the_output_embeddings():
     ds = make_dataset(gold, answers, {"cheap": 0.01, "mid": 0.03}, summarization=True)
     src = source_of(ds, summaries=True)
     prob = make_problem(ds, "dollars")
-    run = _PaperRun(PaperQuorumRouter(), prob, src, Budget(10.0), 0)
+    run = PaperRun(PaperQuorumRouter(), prob, src, Budget(10.0), 0)
     e = src.embed_outputs(["the cat sat", "the cat sat down", "a dog ran", "zzz qqq"])
     cos_close, cos_far = float(e[0] @ e[1]), float(e[2] @ e[3])
     assert cos_close >= 0.6 > cos_far
-    run.add_vote(0, "cheap", "the cat sat")
-    run.add_vote(0, "mid", "the cat sat down")
-    run.add_vote(1, "cheap", "a dog ran")
-    run.add_vote(1, "mid", "zzz qqq")
+    run.votes.add(0, "cheap", "the cat sat")
+    run.votes.add(0, "mid", "the cat sat down")
+    run.votes.add(1, "cheap", "a dog ran")
+    run.votes.add(1, "mid", "zzz qqq")
     # the code's rule: mean pairwise cosine >= 0.6 (not the paper's 2 cos - 1)
-    assert run.consensus[0] and not run.consensus[1]
-    assert run.dis[0] == 0.0  # Delta_t is computed for labels only
+    assert run.votes.consensus[0] and not run.votes.consensus[1]
+    assert run.votes.dis[0] == 0.0  # Delta_t is computed for labels only
     # output: the summary nearest the unweighted centroid
-    run.add_vote(0, run.human, "the cat sat")
-    assert run._final(0)[0] == "the cat sat"
+    run.votes.add(0, run.human, "the cat sat")
+    assert run.votes.final(0)[0] == "the cat sat"
 
 
 @pytest.mark.parametrize("accounting", [False, True])

@@ -10,10 +10,12 @@ from quorum.routing.auditing import audit_human_count
 from quorum.routing.budget import Budget, first_answer_reserve
 from quorum.routing.calibration import agreement_reward
 from quorum.routing.params import QuorumParams
+from quorum.routing.phase3 import ValueRule, refine
 from quorum.routing.policy import decayed_epsilon, value_choice
 from quorum.routing.posterior import BayesianLinearPosterior
-from quorum.routing.quorum import QuorumRouter, _Run
+from quorum.routing.quorum import QuorumRouter
 from quorum.routing.replay import RecordedSource
+from quorum.routing.run import QuorumRun
 from test_quorum_router import make_dataset, problem_for, run
 
 
@@ -112,21 +114,21 @@ def test_phase3_progress_is_not_stuck_at_one():
 
 
 def test_first_answer_reserve_leaves_out_the_item_being_annotated():
-    no_answer = np.array([True, False, True])
-    open_ = np.array([True, True, False])
-    assert first_answer_reserve(no_answer, open_, 0, 0.01) == 0.0
-    assert first_answer_reserve(no_answer, open_, 1, 0.01) == 0.01
+    # one open item without an answer: annotating it keeps nothing; annotating another
+    # item keeps its first answer
+    assert first_answer_reserve(1, True, 0.01) == 0.0
+    assert first_answer_reserve(1, False, 0.01) == 0.01
 
 
 def test_refine_answers_the_last_unanswered_item_with_the_money_left():
     ds = make_dataset(10)
     prob = problem_for(ds)
     budget = Budget(0.01)  # exactly the cheapest LLM once
-    r = _Run(QuorumParams(), prob, RecordedSource(ds), budget, seed=0)
-    r.settled[:] = True
-    r.settled[0] = False  # one open item, no answer yet
-    r.refine()
-    assert len(r.outputs(0)) == 1 and budget.remaining < 1e-9
+    r = QuorumRun(QuorumParams(), prob, RecordedSource(ds), budget, seed=0)
+    r.arms.settled[:] = True
+    r.arms.settled[0] = False  # one open item, no answer yet
+    refine(r, ValueRule(r.cfg))
+    assert len(r.answers.outputs(0)) == 1 and budget.remaining < 1e-9
 
 
 def test_audit_human_count_is_not_lost_to_float_error():
@@ -179,7 +181,7 @@ def test_items_closed_by_the_value_rule_leave_the_refinement_queue(monkeypatch):
     """Phase 3 closes an item the value rule buys nothing for through the queue, so the
     queue's count of open items stays true (a stale count raised 'no open item' on IMDB)."""
     ds = make_dataset(80, acc=(0.6, 0.7, 0.8))
-    monkeypatch.setattr(_Run, "_value_choice", lambda self, t, q, fits, human_ok: (None, "none"))
+    monkeypatch.setattr(ValueRule, "choose", lambda self, *args: (None, "none"))
     res, budget = run(ds, frac=0.7, dollars_strategy="bandit", escalate_disagreement=False)
     assert len(res.labels) == 80 and budget.spent <= budget.limit + 1e-9
     assert not (res.trace["phase"] == "extra").any()  # nothing bought in phase 3

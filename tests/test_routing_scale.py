@@ -106,7 +106,7 @@ def test_decision_trace_frame_equals_list_of_dicts(with_priority, with_q, n):
     rows = _trace_rows(rng, llms, n, with_priority, with_q)
     trace = DecisionTrace(llms)
     for row, q in rows:
-        vals = [row[k] for k in list(row)[:11]]
+        vals = [row[k] for k in list(row)[1:11]]  # the step is the row's number
         trace.append(*vals, q)
     want = pd.DataFrame([r for r, _ in rows])
     pd.testing.assert_frame_equal(trace.frame(), want)

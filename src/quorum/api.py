@@ -10,7 +10,8 @@
   Python) -> its run summary; LLMs are called, humans asked, every call is in the ledger.
 - :func:`labels`: a live project's labels with provenance, as a DataFrame or a
   ``datasets.Dataset``; :func:`report`: its HTML page.
-- :func:`make_router`: a router by name (``"quorum"``, ``"random"``, ``"cdi"``, ...).
+- :func:`make_router`: a router by name (``"quorum"``, ``"random"``, ``"cdi"``, ...) or
+  ``module:Class``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ _CROWDKIT = {"task": "item_id", "worker": "annotator", "label": "output"}
 
 
 def make_router(method: str | Router = "quorum", **params: Any) -> Router:
-    """A router instance: pass one through, or build one by registry name.
+    """A router instance: pass one through, or build one by registry name or
+    ``module:Class`` (:func:`quorum.methods.make_router`, the one factory).
 
     >>> make_router("random")
     RandomRouter(...)

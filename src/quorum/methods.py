@@ -15,6 +15,8 @@ models' answers per item for uncertainty (CoAnnotating: and take their majority)
  'coannotating-ensemble', 'cdi-ensemble', 'hypac-ensemble', 'random-uniform']
 >>> get_router_class("Random").__name__
 'RandomRouter'
+>>> get_router_class("quorum.baselines.random:RandomRouter").__name__
+'RandomRouter'
 """
 
 from __future__ import annotations
@@ -52,14 +54,41 @@ def baseline_names() -> list[str]:
 
 
 def get_router_class(name: str) -> type[Router]:
-    """The router class registered as ``name`` (case-insensitive)."""
+    """The router class registered as ``name`` (case-insensitive), or ``module:Class``
+    (a router of your own, e.g. ``mypkg.routers:MyRouter``)."""
+    if ":" in name:
+        mod, _, attr = name.partition(":")
+        try:
+            cls = getattr(importlib.import_module(mod), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ValueError(f"method {name!r}: cannot import ({exc})") from None
+        if not (isinstance(cls, type) and issubclass(cls, Router)):
+            raise ValueError(f"method {name!r} is not a Router class")
+        return cls
     key = name.lower()
     if key not in METHODS:
         raise ValueError(f"unknown method {name!r}; choose one of {method_names()}")
-    mod, cls = METHODS[key].split(":")
-    return getattr(importlib.import_module(mod), cls)
+    mod, cls_name = METHODS[key].split(":")
+    return getattr(importlib.import_module(mod), cls_name)
 
 
 def make_router(name: str, **params: Any) -> Router:
-    """An instance of the router registered as ``name``, built with ``params``."""
+    """An instance of the router ``name`` (a registry name or ``module:Class``), built
+    with ``params``: the one way to build a router by name (the library's
+    :func:`quorum.api.make_router`, the live runner and the bench all come here)."""
     return get_router_class(name)(**params)
+
+
+def method_trait(name: str, trait: str) -> bool:
+    """A trait of the router class ``name`` (a class attribute of
+    :class:`~quorum.routing.base.Router`: ``uses_item_features``, ``pays_for_confidence``,
+    ``is_quorum``); False for a name that is no router.
+
+    >>> method_trait("quorum-paper", "is_quorum"), method_trait("cdi", "pays_for_confidence")
+    (True, True)
+    """
+    try:
+        cls = get_router_class(name)
+    except ValueError:
+        return False
+    return bool(getattr(cls, trait))

@@ -1,12 +1,12 @@
 """Pieces shared by the baselines: the route template, human caps, label frames, result
-building, ranking."""
+building, ranking. The run's set-up and result are the run core every router shares
+(:mod:`quorum.routing.run_core`)."""
 
 from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -18,6 +18,7 @@ from quorum.routing.base import AnnotationSource, Router, RoutingProblem, Routin
 from quorum.routing.budget import Budget
 from quorum.routing.outputs import LABEL_COLUMNS
 from quorum.routing.recorder import CallRecorder
+from quorum.routing.run_core import RunCore, build_result
 
 #: phases whose calls exist only to estimate uncertainty (reported as confidence cost)
 UNCERTAINTY_PHASES = ("confidence", "uncertainty")
@@ -69,35 +70,13 @@ class Routed(NamedTuple):
     trace: pd.DataFrame | None = None
 
 
-@dataclass
-class RouteRun:
-    """What every baseline's run opens with: the problem, the budget, the seeded generator
-    and the recorder of the calls it pays for."""
-
-    problem: RoutingProblem
-    budget: Budget
-    seed: int
-    rng: np.random.Generator
-    rec: CallRecorder
-
-    @property
-    def ids(self) -> np.ndarray:
-        return self.problem.item_ids
-
-    @property
-    def T(self) -> int:
-        return len(self.problem.item_ids)
-
-    @property
-    def human(self) -> str:
-        return self.problem.task.human
-
-
 class BaselineRouter(Router):
     """Template of the paper's baselines. :meth:`route` checks the task (``needs_labels``,
-    ``needs_llm``), opens the run (:class:`RouteRun`: ``default_rng(seed)`` and a
+    ``needs_llm``), opens the run (the shared run core,
+    :meth:`~quorum.routing.run_core.RunCore.open`: ``default_rng(seed)`` and a
     :class:`CallRecorder` on the source and budget), calls :meth:`_route` (under
-    ``threadpool_limits(n_threads)`` when ``n_threads`` is set) and builds the result."""
+    ``threadpool_limits(n_threads)`` when ``n_threads`` is set) and builds the result
+    (:func:`make_result`, through :func:`~quorum.routing.run_core.build_result`)."""
 
     #: refuse summaries (label-model baselines)
     needs_labels: bool = False
@@ -115,13 +94,12 @@ class BaselineRouter(Router):
                 require_labels(self, problem)
             if self.needs_llm:
                 require_llm(self, problem)
-            rec = CallRecorder(problem.task, source, budget)
-            run = RouteRun(problem, budget, seed, np.random.default_rng(seed), rec)
+            run = RunCore.open(problem, source, budget, seed)
             out = self._route(run)
-        return make_result(self, problem, rec, budget, seed, out.labels, out.info, out.trace)
+        return make_result(self, run, out)
 
     @abstractmethod
-    def _route(self, run: RouteRun) -> Routed:
+    def _route(self, run: RunCore) -> Routed:
         """The method's own rule, on an opened run."""
 
 
@@ -132,6 +110,7 @@ class LabelModelRouter(BaselineRouter):
 
     needs_labels = True
     n_threads: int | None = 1
+    uses_item_features = True  # a kNN / model over the item embeddings
 
     def extra_cost_estimate(self, problem: RoutingProblem, source: AnnotationSource) -> float:
         require_labels(self, problem)
@@ -192,33 +171,12 @@ def uncertainty_spend(rec: CallRecorder) -> tuple[float, int]:
     return cost, calls
 
 
-def make_result(
-    router: Router,
-    problem: RoutingProblem,
-    rec: CallRecorder,
-    budget: Budget,
-    seed: int,
-    labels: pd.DataFrame,
-    info: dict[str, Any],
-    trace: pd.DataFrame | None = None,
-) -> RoutingResult:
-    conf_cost, conf_calls = uncertainty_spend(rec)
-    info = {"params": router.get_params(), **info}
-    return RoutingResult(
-        method=router.name,
-        setting=problem.setting,
-        seed=seed,
-        labels=labels,
-        annotations=rec.frame(),
-        budget_limit=budget.limit,
-        cost=budget.spent,
-        human_labels=budget.human_used,
-        llm_calls=rec.llm_calls,
-        confidence_cost=conf_cost,
-        confidence_calls=conf_calls,
-        trace=trace,
-        info=info,
-    )
+def make_result(router: Router, run: RunCore, out: Routed) -> RoutingResult:
+    """The baseline's result (the shared :func:`~quorum.routing.run_core.build_result`):
+    its parameters first in ``info``, the money spent only on uncertainty apart."""
+    info = {"params": router.get_params(), **out.info}
+    conf = uncertainty_spend(run.rec)
+    return build_result(router.name, run, out.labels, info, out.trace, confidence=conf)
 
 
 def item_vectors(problem: RoutingProblem) -> np.ndarray:

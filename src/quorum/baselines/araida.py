@@ -35,13 +35,13 @@ import pandas as pd
 from quorum.baselines._common import (
     LabelModelRouter,
     Routed,
-    RouteRun,
     affordable_humans,
     human_cap,
     item_vectors,
     label_frame,
     ranked,
 )
+from quorum.routing.run_core import RunCore
 
 
 def pace_quota(humans_left: int, batch: int, items_left: int, rng: np.random.Generator) -> int:
@@ -154,7 +154,28 @@ class ARAIDARouter(LabelModelRouter):
         self.labeller = labeller
         self.n_threads = n_threads
 
-    def _route(self, run: RouteRun) -> Routed:
+    def _scores(
+        self, store: KNNDatastore, x: np.ndarray, llm: np.ndarray, n_labels: int, ge: float
+    ) -> np.ndarray:
+        """p(y) of a batch (:func:`araida_scores`): its k nearest human labels in ``store``
+        (none yet: the LLM label and the error rate ``ge`` alone)."""
+        if not store.n:
+            return araida_scores(
+                llm, n_labels, None, None, None, ge, self.temperature, self.prior_strength
+            )
+        sims, idx = store.search(x, self.k)
+        return araida_scores(
+            llm,
+            n_labels,
+            sims,
+            store.y[idx],
+            store.err[idx],
+            ge,
+            self.temperature,
+            self.prior_strength,
+        )
+
+    def _route(self, run: RunCore) -> Routed:
         problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
         ids, T, human = run.ids, run.T, run.human
         lab = self.labeller or problem.llms[0].name
@@ -179,23 +200,7 @@ class ARAIDARouter(LabelModelRouter):
         mixed = np.full(T, -1, dtype=np.int64)
         for b0 in range(0, T, self.batch_size):
             batch = order[b0 : b0 + self.batch_size]
-            ge = (n_err + 1.0) / (n_seen + 2.0)
-            if store.n:
-                sims, idx = store.search(X[batch], self.k)
-                p = araida_scores(
-                    llm[batch],
-                    K,
-                    sims,
-                    store.y[idx],
-                    store.err[idx],
-                    ge,
-                    self.temperature,
-                    self.prior_strength,
-                )
-            else:
-                p = araida_scores(
-                    llm[batch], K, None, None, None, ge, self.temperature, self.prior_strength
-                )
+            p = self._scores(store, X[batch], llm[batch], K, (n_err + 1.0) / (n_seen + 2.0))
             mixed[batch] = p.argmax(axis=1)
             if self.machine_output == "mixture":
                 conf[batch] = p.max(axis=1)
@@ -217,10 +222,8 @@ class ARAIDARouter(LabelModelRouter):
                     n_err += int(wrong)
                     n_seen += 1
 
-        if self.machine_output == "mixture":
-            outputs = {ids[t]: labels_list[mixed[t]] for t in range(T) if mixed[t] >= 0}
-        else:
-            outputs = {ids[t]: (labels_list[llm[t]] if llm[t] >= 0 else None) for t in range(T)}
+        kept = mixed if self.machine_output == "mixture" else llm
+        outputs = {ids[t]: (labels_list[kept[t]] if kept[t] >= 0 else None) for t in range(T)}
         labels = label_frame(ids, rec, outputs)
         trace = pd.DataFrame({"item_id": ids, "confidence": conf})
         info = {

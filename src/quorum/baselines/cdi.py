@@ -38,14 +38,13 @@ For summaries the "squared error" is ``1 - cos`` between the human and LLM summa
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from quorum.baselines._common import (
     Routed,
-    RouteRun,
     affordable_humans,
     label_frame,
 )
@@ -53,89 +52,19 @@ from quorum.baselines._confidence import (
     ConfidenceBaseline,
     ConfidenceMode,
     Substitute,
-    embed_texts,
-    paired_cosine,
     plan_info,
 )
-from quorum.routing.base import AnnotationSource
+from quorum.baselines._signals import ConfidencePlan, Signals
+from quorum.baselines.cdi_rules import (
+    ErrorModel,
+    budget_probabilities,
+    fit_error_model,
+    sampling_probability,
+    summary_errors,
+)
+from quorum.routing.run_core import RunCore
 
-ErrorModel = Literal["gbr", "isotonic", "logistic"]
 Sampling = Literal["authors", "stream"]
-
-
-def fit_error_model(kind: ErrorModel, conf: np.ndarray, err: np.ndarray):
-    """A callable confidence -> expected error, fitted on (conf, err); constant if degenerate."""
-    conf = np.asarray(conf, dtype=np.float64)
-    err = np.asarray(err, dtype=np.float64)
-    if len(err) == 0:
-        return lambda c: np.ones(len(c))
-    mean = float(err.mean())
-    if len(err) < 2 or np.ptp(err) == 0 or np.ptp(conf) == 0:
-        return lambda c: np.full(len(c), mean)
-    if kind == "isotonic":
-        from sklearn.isotonic import IsotonicRegression
-
-        m = IsotonicRegression(increasing=False, out_of_bounds="clip", y_min=0.0, y_max=1.0)
-        m.fit(conf, err)
-        return lambda c: m.predict(np.asarray(c, dtype=np.float64))
-    if kind == "logistic":
-        from sklearn.linear_model import LogisticRegression
-
-        if not np.isin(err, (0.0, 1.0)).all():  # continuous errors (summaries): bin at 0.5
-            err = (err >= 0.5).astype(float)
-            if np.ptp(err) == 0:
-                return lambda c: np.full(len(c), mean)
-        m = LogisticRegression().fit(conf[:, None], err.astype(int))
-        return lambda c: m.predict_proba(np.asarray(c, dtype=np.float64)[:, None])[:, 1]
-    if kind == "gbr":
-        from sklearn.ensemble import GradientBoostingRegressor
-
-        x, y, w = _histogram(conf, err)
-        m = GradientBoostingRegressor(n_estimators=20, learning_rate=0.1, max_depth=3)
-        m.fit(x[:, None], y, sample_weight=w)
-        return lambda c: m.predict(np.asarray(c, dtype=np.float64)[:, None])
-    raise ValueError(f"error_model must be 'gbr', 'isotonic' or 'logistic', got {kind!r}")
-
-
-def _histogram(
-    conf: np.ndarray, err: np.ndarray, bins: int = 256
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Quantile bins of the confidence (as XGBoost's ``hist`` method): mean confidence,
-    mean error and count per bin. Squared-error boosting on these weighted points equals
-    boosting on the binned raw points, at a fraction of the cost."""
-    edges = np.unique(np.quantile(conf, np.linspace(0.0, 1.0, bins + 1)[1:-1]))
-    b = np.searchsorted(edges, conf)
-    cnt = np.bincount(b, minlength=len(edges) + 1).astype(np.float64)
-    keep = cnt > 0
-    xs = np.bincount(b, weights=conf, minlength=len(edges) + 1)[keep] / cnt[keep]
-    ys = np.bincount(b, weights=err, minlength=len(edges) + 1)[keep] / cnt[keep]
-    return xs, ys, cnt[keep]
-
-
-def budget_probabilities(scale: np.ndarray, n_human: float) -> np.ndarray:
-    """``min(1, c * scale)`` with ``c`` bisected so that the sum is ``n_human`` (the
-    authors' ``compute_sampling_probs``); clipped to ``[1e-8, 1]``."""
-    scale = np.asarray(scale, dtype=np.float64)
-    if len(scale) == 0:
-        return np.empty(0)
-    if n_human <= 0:
-        return np.zeros(len(scale))
-    if n_human >= len(scale):
-        return np.ones(len(scale))
-    lo, hi = 0.0, 1e6
-    for _ in range(50):
-        mid = 0.5 * (lo + hi)
-        if np.minimum(1.0, mid * scale).sum() > n_human:
-            hi = mid
-        else:
-            lo = mid
-    return np.clip(np.minimum(1.0, 0.5 * (lo + hi) * scale), 1e-8, 1.0)
-
-
-def sampling_probability(u_t: float, mean_u: float, frac: float, tau: float) -> float:
-    """CDI's pi_t: proportional to uncertainty, mixed with uniform by ``tau``, clipped."""
-    p = u_t / mean_u * frac if mean_u > 0 else frac
-    return float(np.clip((1.0 - tau) * p + tau * frac, 0.0, 1.0))
 
 
 class CDIRouter(ConfidenceBaseline):
@@ -196,21 +125,19 @@ class CDIRouter(ConfidenceBaseline):
         self.warmup = warmup
         self.warmup_share = warmup_share
 
-    def _route(self, run: RouteRun) -> Routed:
+    def _route(self, run: RunCore) -> Routed:
         if self.sampling == "authors":
             return self._route_authors(run)
         return self._route_stream(run)
 
-    def _route_authors(self, run: RouteRun) -> Routed:
+    def _route_authors(self, run: RunCore) -> Routed:
         """Warm-up, one error model, ``pi`` bisected to the budget (the authors' code)."""
         problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
         ids, T, human = run.ids, run.T, run.human
         summaries = not problem.task.type.has_labels
         plan, sig, order, cap = self.buy_signals(problem, rec, budget, rng)
         llm_out = sig.aggregate if self.llm_label == "majority" else sig.label
-        conf = sig.confidence.copy()
-        seen = conf[~np.isnan(conf)]
-        conf[np.isnan(conf)] = float(seen.mean()) if len(seen) else 0.5
+        conf = _filled(sig.confidence)
 
         n_human = affordable_humans(rec, cap)
         share = int(self.warmup_share * T)
@@ -239,61 +166,77 @@ class CDIRouter(ConfidenceBaseline):
             t for t, o in zip(chosen, outs, strict=True) if o is not None
         ]
 
-        outputs = {ids[t]: llm_out[t] for t in range(T)}
-        labels = label_frame(ids, rec, outputs)
-        to_human = np.zeros(T, dtype=bool)
-        to_human[asked] = True
-        step = np.empty(T, dtype=int)
-        step[order] = np.arange(T)
         pis = np.full(T, np.nan)
         pis[order[:warm]] = 1.0
         pis[rest] = pi
-        trace = pd.DataFrame(
-            {
-                "item_id": ids,
-                "step": step,
-                "confidence": sig.confidence,
-                "pi": pis,
-                "human": to_human,
-            }
-        )
-        info = plan_info(plan, sig)
-        info.update(
-            {
-                "rule": "warm-up, then Bernoulli(pi), pi = min(1, c sqrt(predicted error)) "
-                "summing to the budget (authors' ppi_router)",
-                "sampling": "authors",
-                "n_human_expected": int(n_human),
-                "warmup_used": int(warm),
-                "error_model": self.error_model,
-                "llm_label": self.llm_label,
-                "degraded": bool(sig.estimated.sum() < T),
-            }
+        labels, trace = _labels_and_trace(run, sig, order, asked, pis, llm_out)
+        info = self._info(
+            plan,
+            sig,
+            rule="warm-up, then Bernoulli(pi), pi = min(1, c sqrt(predicted error)) "
+            "summing to the budget (authors' ppi_router)",
+            sampling="authors",
+            n_human_expected=int(n_human),
+            warmup_used=int(warm),
         )
         return Routed(labels, info, trace)
 
-    def _route_stream(self, run: RouteRun) -> Routed:
+    def _route_stream(self, run: RunCore) -> Routed:
         """CDI's own notebooks: burn-in, refits every ``refit_every`` items, ``tau``."""
-        problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
-        ids, T, human = run.ids, run.T, run.human
-        summaries = not problem.task.type.has_labels
+        problem, budget, rng, rec, T = run.problem, run.budget, run.rng, run.rec, run.T
         plan, sig, order, cap = self.buy_signals(problem, rec, budget, rng)
         llm_out = sig.aggregate if self.llm_label == "majority" else sig.label
 
         n_human = affordable_humans(rec, cap)
         burn = min(self.burnin, n_human, T)
         frac = (n_human - burn) / (T - burn) if burn < T else 0.0
-        conf = sig.confidence.copy()
-        seen = conf[~np.isnan(conf)]
-        conf[np.isnan(conf)] = float(seen.mean()) if len(seen) else 0.5
+        conf = _filled(sig.confidence)
 
+        pis = np.full(T, np.nan)
+        asked = self._ask_stream(run, order, conf, llm_out, n_human, burn, frac, pis)
+        labels, trace = _labels_and_trace(run, sig, order, asked, pis, llm_out)
+        info = self._info(
+            plan,
+            sig,
+            rule="Bernoulli(pi_t), pi_t ~ sqrt(predicted error(confidence))",
+            sampling="stream",
+            n_human_expected=int(n_human),
+            burnin_used=int(burn),
+            frac=float(frac),
+        )
+        return Routed(labels, info, trace)
+
+    def _info(self, plan: ConfidencePlan, sig: Signals, **fields: Any) -> dict[str, Any]:
+        """The result's info: the signal's (:func:`plan_info`), ``fields``, the model."""
+        info = plan_info(plan, sig)
+        info.update(fields)
+        info["error_model"] = self.error_model
+        info["llm_label"] = self.llm_label
+        info["degraded"] = bool(sig.estimated.sum() < len(sig.label))
+        return info
+
+    def _ask_stream(
+        self,
+        run: RunCore,
+        order: np.ndarray,
+        conf: np.ndarray,
+        llm_out: np.ndarray,
+        n_human: int,
+        burn: int,
+        frac: float,
+        pis: np.ndarray,
+    ) -> list[int]:
+        """The stream: the first ``burn`` items to humans, then each with probability
+        pi_t (written to ``pis``), the error model refitted every ``refit_every`` items;
+        returns the items a human was asked on."""
+        rec, rng, ids, human, T = run.rec, run.rng, run.ids, run.human, run.T
+        summaries = not run.problem.task.type.has_labels
         # predict once per distinct confidence (rounded to 1e-4): a refit costs milliseconds
         conf_values, conf_index = np.unique(np.round(conf, 4), return_inverse=True)
         asked: list[int] = []
         train_x: list[float] = []
         train_e: list[float] = []
         pending: list[tuple[int, str]] = []  # summaries: (item, human text) not yet scored
-        pis = np.full(T, np.nan)
         u = np.ones(T)
         mean_u = 1.0
 
@@ -328,35 +271,7 @@ class CDIRouter(ConfidenceBaseline):
                 train_x.append(conf[t])
                 train_e.append(0.0 if llm_out[t] == out.output else 1.0)
 
-        outputs = {ids[t]: llm_out[t] for t in range(T)}
-        labels = label_frame(ids, rec, outputs)
-        to_human = np.zeros(T, dtype=bool)
-        to_human[asked] = True
-        step = np.empty(T, dtype=int)
-        step[order] = np.arange(T)
-        trace = pd.DataFrame(
-            {
-                "item_id": ids,
-                "step": step,
-                "confidence": sig.confidence,
-                "pi": pis,
-                "human": to_human,
-            }
-        )
-        info = plan_info(plan, sig)
-        info.update(
-            {
-                "rule": "Bernoulli(pi_t), pi_t ~ sqrt(predicted error(confidence))",
-                "sampling": "stream",
-                "n_human_expected": int(n_human),
-                "burnin_used": int(burn),
-                "frac": float(frac),
-                "error_model": self.error_model,
-                "llm_label": self.llm_label,
-                "degraded": bool(sig.estimated.sum() < T),
-            }
-        )
-        return Routed(labels, info, trace)
+        return asked
 
 
 class CDIEnsembleRouter(CDIRouter):
@@ -397,16 +312,36 @@ class CDIEnsembleRouter(CDIRouter):
         )
 
 
-def summary_errors(
-    source: AnnotationSource, pairs: list[tuple[int, str]], llm_out: np.ndarray
-) -> list[float]:
-    """``1 - cos(human summary, LLM summary)`` per (item, human text); 1 if no LLM text."""
-    err = [1.0] * len(pairs)
-    ok = [(j, h, llm_out[t]) for j, (t, h) in enumerate(pairs) if llm_out[t] is not None]
-    if ok:
-        emb, _ = embed_texts(source, [h for _, h, _ in ok] + [m for _, _, m in ok])
-        n = len(ok)
-        cos = np.clip(paired_cosine(emb[:n], emb[n:]), 0.0, 1.0)
-        for (j, _, _), c in zip(ok, cos, strict=True):
-            err[j] = float(1.0 - c)
-    return err
+def _filled(confidence: np.ndarray) -> np.ndarray:
+    """The confidences, an unknown one replaced by the mean of the known (0.5 if none)."""
+    conf = confidence.copy()
+    seen = conf[~np.isnan(conf)]
+    conf[np.isnan(conf)] = float(seen.mean()) if len(seen) else 0.5
+    return conf
+
+
+def _labels_and_trace(
+    run: RunCore,
+    sig: Signals,
+    order: np.ndarray,
+    asked: list[int],
+    pis: np.ndarray,
+    llm_out: np.ndarray,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The LLM's label where no human answered; the trace: step, confidence, pi, human."""
+    ids, T = run.ids, run.T
+    labels = label_frame(ids, run.rec, {ids[t]: llm_out[t] for t in range(T)})
+    to_human = np.zeros(T, dtype=bool)
+    to_human[asked] = True
+    step = np.empty(T, dtype=int)
+    step[order] = np.arange(T)
+    trace = pd.DataFrame(
+        {
+            "item_id": ids,
+            "step": step,
+            "confidence": sig.confidence,
+            "pi": pis,
+            "human": to_human,
+        }
+    )
+    return labels, trace

@@ -27,7 +27,6 @@ import pandas as pd
 
 from quorum.baselines._common import (
     Routed,
-    RouteRun,
     affordable_humans,
     label_frame,
     ranked,
@@ -38,6 +37,7 @@ from quorum.baselines._confidence import (
     Substitute,
     plan_info,
 )
+from quorum.routing.run_core import RunCore
 
 
 class CoAnnotatingRouter(ConfidenceBaseline):
@@ -69,7 +69,7 @@ class CoAnnotatingRouter(ConfidenceBaseline):
             raise ValueError("llm_label must be 'majority' or 'labeller'")
         self.llm_label = llm_label
 
-    def _route(self, run: RouteRun) -> Routed:
+    def _route(self, run: RunCore) -> Routed:
         problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
         ids, human = run.ids, run.human
         plan, sig, _order, cap = self.buy_signals(problem, rec, budget, rng)

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from quorum.baselines._common import Routed, RouteRun, affordable_humans, label_frame
+from quorum.baselines._common import Routed, affordable_humans, label_frame
 from quorum.baselines._confidence import (
     ConfidenceBaseline,
     ConfidenceMode,
@@ -38,9 +38,11 @@ from quorum.baselines._confidence import (
     extra_cost,
     plan_info,
 )
-from quorum.baselines.cdi import summary_errors
+from quorum.baselines._signals import Signals
+from quorum.baselines.cdi_rules import summary_errors
 from quorum.routing.base import AnnotationSource, RoutingProblem
 from quorum.routing.recorder import CallRecorder
+from quorum.routing.run_core import RunCore
 
 
 def tier_of(u: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
@@ -197,74 +199,22 @@ class HyPACRouter(ConfidenceBaseline):
         more = sum(source.price(a) for a in tiers[1:] if a not in plan.others)
         return extra_cost(plan, problem.n_items) + problem.n_items * more
 
-    def _route(self, run: RouteRun) -> Routed:
-        problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
-        ids, T, human = run.ids, run.T, run.human
-        summaries = not problem.task.type.has_labels
-        plan, sig, _order, cap = self.buy_signals(problem, rec, budget, rng)
+    def _route(self, run: RunCore) -> Routed:
+        """HyPAC: signals, a calibration sample, thresholds per tier, routing."""
+        problem, rec, ids, T, human = run.problem, run.rec, run.ids, run.T, run.human
+        plan, sig, _order, cap = self.buy_signals(problem, rec, run.budget, run.rng)
         tiers = self.tier_names(problem, rec.source)
         k = len(tiers)
-        c_h = rec.price(human)
         u = sig.uncertainty
         known = sig.estimated & sig.labelled & ~np.isnan(u)
-
-        def missing(t: int, names: list[str]) -> list[str]:
-            asked = rec.asked(ids[t])
-            return [a for a in names if a not in asked]
-
-        # ---- calibration: a random share of the human budget, every tier answers
-        n_h = affordable_humans(rec, cap)
-        n_cal = max(1, int(self.calibration_share * n_h)) if n_h > 0 else 0
-        pool = [int(t) for t in rng.permutation(np.flatnonzero(known))]
-        cal: list[int] = []
-        money = rec.budget.remaining
-        for t in pool:
-            if len(cal) >= n_cal:
-                break
-            need = c_h + sum(rec.price(a) for a in missing(t, tiers[1:]))
-            if need > money + 1e-12:
-                break
-            money -= need
-            cal.append(t)
-        outs = rec.annotate_many([(ids[t], human) for t in cal], phase="calibration")
-        truth = {t: o.output for t, o in zip(cal, outs, strict=True) if o is not None and o.ok}
-        rec.annotate_many(
-            [(ids[t], a) for t in cal for a in missing(t, tiers[1:])], phase="calibration"
-        )
-        preds = [sig.label] + [self._answers(rec, ids, a) for a in tiers[1:]]
-        loss = np.zeros((k + 1, len(cal)))
-        for j in range(k):
-            loss[j] = tier_losses(rec, cal, truth, preds[j], summaries)
-        w = (rng.random(len(cal)) < self.sampling_prob) / self.sampling_prob
-        tier_cost = np.array([rec.price(a) for a in tiers] + [c_h])
-        th, found = best_thresholds(
-            u[cal], loss, w, tier_cost, self.epsilon, self.alpha, self.n_grid
-        )
-
+        cal, th, found = self._calibrate(run, sig, known, tiers, cap)
         # ---- route the other items, most uncertain first
         is_cal = np.zeros(T, dtype=bool)
         is_cal[cal] = True
         open_ = np.flatnonzero(known & ~is_cal)
-        by_u = open_[np.lexsort((rng.random(len(open_)), -u[open_]))]
+        by_u = open_[np.lexsort((run.rng.random(len(open_)), -u[open_]))]
         ideal = tier_of(u[by_u], th) if len(by_u) else np.empty(0, dtype=int)
-        humans_left = max(0, cap - len(cal))
-        money = rec.budget.remaining
-        route = np.zeros(T, dtype=int)
-        for t, j in zip(by_u, ideal, strict=True):
-            j = int(j)
-            if j == k and humans_left <= 0:
-                j = k - 1  # auditor: no human left, the strongest LLM
-            while j > 0:
-                price = c_h if j == k else rec.price(tiers[j])
-                if j < k and tiers[j] in rec.asked(ids[t]):
-                    price = 0.0
-                if price <= money + 1e-12:
-                    money -= price
-                    break
-                j -= 1
-            if j == k:
-                humans_left -= 1
-            route[t] = j
+        route = self._assign(run, by_u, ideal, tiers, max(0, cap - len(cal)))
         to_h = [int(t) for t in by_u if route[t] == k]
         rec.annotate_many([(ids[t], human) for t in to_h], phase="route")
         reqs = [
@@ -273,14 +223,12 @@ class HyPACRouter(ConfidenceBaseline):
             if 0 < route[t] < k and tiers[route[t]] not in rec.asked(ids[t])
         ]
         rec.annotate_many(reqs, phase="route")
-
         outputs = {ids[t]: sig.label[t] for t in range(T)}
         for t in by_u:
             if 0 < route[t] < k:
                 o = rec.outputs(ids[t]).get(tiers[route[t]])
                 if o is not None:
                     outputs[ids[t]] = o
-        labels = label_frame(ids, rec, outputs)
         names = np.array([*tiers, "human"], dtype=object)
         where = names[route]
         where[~known] = tiers[0]
@@ -300,7 +248,75 @@ class HyPACRouter(ConfidenceBaseline):
                 "degraded": bool(sig.estimated.sum() < T),
             }
         )
-        return Routed(labels, info, trace)
+        return Routed(label_frame(ids, rec, outputs), info, trace)
+
+    def _calibrate(
+        self, run: RunCore, sig: Signals, known: np.ndarray, tiers: list[str], cap: int
+    ) -> tuple[list[int], np.ndarray, bool]:
+        """A random share of the human budget, every tier answers; (the calibration items,
+        the thresholds of :func:`best_thresholds`, whether they meet epsilon)."""
+        rec, rng, ids, human = run.rec, run.rng, run.ids, run.human
+        c_h = rec.price(human)
+
+        def missing(t: int) -> list[str]:
+            asked = rec.asked(ids[t])
+            return [a for a in tiers[1:] if a not in asked]
+
+        n_h = affordable_humans(rec, cap)
+        n_cal = max(1, int(self.calibration_share * n_h)) if n_h > 0 else 0
+        pool = [int(t) for t in rng.permutation(np.flatnonzero(known))]
+        cal: list[int] = []
+        money = rec.budget.remaining
+        for t in pool:
+            if len(cal) >= n_cal:
+                break
+            need = c_h + sum(rec.price(a) for a in missing(t))
+            if need > money + 1e-12:
+                break
+            money -= need
+            cal.append(t)
+        outs = rec.annotate_many([(ids[t], human) for t in cal], phase="calibration")
+        truth = {t: o.output for t, o in zip(cal, outs, strict=True) if o is not None and o.ok}
+        rec.annotate_many([(ids[t], a) for t in cal for a in missing(t)], phase="calibration")
+        summaries = not run.problem.task.type.has_labels
+        preds = [sig.label] + [self._answers(rec, ids, a) for a in tiers[1:]]
+        loss = np.zeros((len(tiers) + 1, len(cal)))
+        for j in range(len(tiers)):
+            loss[j] = tier_losses(rec, cal, truth, preds[j], summaries)
+        w = (rng.random(len(cal)) < self.sampling_prob) / self.sampling_prob
+        tier_cost = np.array([rec.price(a) for a in tiers] + [c_h])
+        u = sig.uncertainty
+        th, found = best_thresholds(
+            u[cal], loss, w, tier_cost, self.epsilon, self.alpha, self.n_grid
+        )
+        return cal, th, found
+
+    @staticmethod
+    def _assign(
+        run: RunCore, by_u: np.ndarray, ideal: np.ndarray, tiers: list[str], humans_left: int
+    ) -> np.ndarray:
+        """Each item's tier (``len(tiers)``: the human): its ideal tier, or the next
+        cheaper one the money left pays for (an answer already bought is free)."""
+        rec, ids, k = run.rec, run.ids, len(tiers)
+        c_h = rec.price(run.human)
+        money = rec.budget.remaining
+        route = np.zeros(run.T, dtype=int)
+        for t, j in zip(by_u, ideal, strict=True):
+            j = int(j)
+            if j == k and humans_left <= 0:
+                j = k - 1  # auditor: no human left, the strongest LLM
+            while j > 0:
+                price = c_h if j == k else rec.price(tiers[j])
+                if j < k and tiers[j] in rec.asked(ids[t]):
+                    price = 0.0
+                if price <= money + 1e-12:
+                    money -= price
+                    break
+                j -= 1
+            if j == k:
+                humans_left -= 1
+            route[t] = j
+        return route
 
     @staticmethod
     def _answers(rec: CallRecorder, ids: np.ndarray, name: str) -> np.ndarray:

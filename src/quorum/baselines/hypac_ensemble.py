@@ -36,97 +36,38 @@ Our guesses (parameters):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from quorum.baselines._common import (
     Routed,
-    RouteRun,
     affordable_humans,
     label_frame,
 )
 from quorum.baselines._confidence import ConfidenceBaseline, ConfidenceMode, plan_info
-from quorum.baselines.cdi import summary_errors
+from quorum.baselines._signals import Signals
+from quorum.baselines.cdi_rules import summary_errors
+from quorum.baselines.pac_rules import finite_or_none, pac_draws, pac_threshold, two_thresholds
 from quorum.routing.base import RoutingProblem
 from quorum.routing.recorder import CallRecorder
+from quorum.routing.run_core import RunCore
 
 
-def _finite(x: float) -> float | None:
-    """JSON-friendly threshold: None for +inf (no item above it)."""
-    return None if not np.isfinite(x) else float(x)
+@dataclass
+class _Calibration:
+    """HyPAC's calibration sample: the human-labelled items, the number of draws, and per
+    draw the uncertainty and the weighted losses of the cheap (and strong) labels."""
 
-
-def ucb(z: np.ndarray, alpha: float) -> float:
-    """One-sided CLT upper bound of the mean of ``z`` (as ``mean_ci`` in pac-labels)."""
-    if len(z) == 0:
-        return np.inf
-    return float(z.mean() + norm.isf(alpha) * z.std() / np.sqrt(len(z)))
-
-
-def pac_threshold(
-    candidates: np.ndarray,
-    u_draw: np.ndarray,
-    z_draw: np.ndarray,
-    epsilon: float,
-    alpha: float,
-) -> float:
-    """Largest candidate ``lambda`` with ``UCB(z * 1[u < lambda]) <= epsilon``.
-
-    ``candidates`` sorted ascending; ``u_draw``/``z_draw`` the uncertainty and weighted loss
-    of each draw. Binary search as in pac-labels; returns ``candidates[0]`` (everything to
-    the human) when no candidate passes.
-    """
-    lo, hi = 0, len(candidates) - 1
-    while lo <= hi:
-        j = (lo + hi) // 2
-        if ucb(z_draw * (u_draw < candidates[j]), alpha) > epsilon:
-            hi = j - 1
-        else:
-            lo = j + 1
-    return float(candidates[max(lo - 1, 0)])
-
-
-def two_thresholds(
-    grid: np.ndarray,
-    u_open: np.ndarray,
-    u_draw: np.ndarray,
-    z_cheap: np.ndarray,
-    z_strong: np.ndarray,
-    alpha: float,
-    c_strong: float,
-    c_human: float,
-) -> pd.DataFrame:
-    """Bound and cost of every pair ``lambda_S <= lambda_H`` on ``grid``.
-
-    Items with ``u < lambda_S`` keep the cheap LLM, ``lambda_S <= u < lambda_H`` go to the
-    strong LLM, ``u >= lambda_H`` to the human. ``bound`` is the CLT upper bound of the
-    cascade's importance-weighted error on the draws; ``cost`` what the open items
-    (``u_open``) would cost.
-    """
-    uo = np.sort(u_open)
-    below = np.searchsorted(uo, grid, side="left")
-    rows = []
-    for j2, lam_h in enumerate(grid):
-        lam_s = grid[: j2 + 1]
-        strong_part = np.where(u_draw < lam_h, z_strong, 0.0)
-        z = np.where(u_draw[None, :] < lam_s[:, None], z_cheap[None, :], strong_part[None, :])
-        if z.shape[1]:
-            bound = z.mean(axis=1) + norm.isf(alpha) * z.std(axis=1) / np.sqrt(z.shape[1])
-        else:
-            bound = np.full(len(lam_s), np.inf)
-        n_s = below[j2] - below[: j2 + 1]
-        n_h = np.full(len(lam_s), len(uo) - below[j2])
-        rows.append(
-            pd.DataFrame(
-                {"lam_s": lam_s, "lam_h": lam_h, "bound": bound, "n_strong": n_s, "n_human": n_h}
-            )
-        )
-    out = pd.concat(rows, ignore_index=True)
-    out["cost"] = out["n_strong"] * c_strong + out["n_human"] * c_human
-    return out
+    items: list[int]
+    n_draws: int
+    u_draw: np.ndarray
+    z_cheap: np.ndarray
+    z_strong: np.ndarray
+    c_h: float
+    c_s: float
 
 
 class HyPACEnsembleRouter(ConfidenceBaseline):
@@ -196,22 +137,80 @@ class HyPACEnsembleRouter(ConfidenceBaseline):
             raise ValueError(f"strong_llm {s!r} is not one of the task's LLMs {names}")
         return None if s == labeller else s
 
-    def _route(self, run: RouteRun) -> Routed:
-        problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
-        ids, T, human = run.ids, run.T, run.human
-        summaries = not problem.task.type.has_labels
-        plan, sig, _order, cap = self.buy_signals(problem, rec, budget, rng)
+    def _route(self, run: RunCore) -> Routed:
+        """HyPAC: signals, a calibration sample, thresholds on the uncertainty, routing."""
+        problem, rec, ids, T = run.problem, run.rec, run.ids, run.T
+        plan, sig, _order, cap = self.buy_signals(problem, rec, run.budget, run.rng)
         strong = self._strong(problem, plan.labeller)
         llm_out = sig.aggregate if self.llm_label == "majority" else sig.label
-        c_h = rec.price(human)
-        c_s = rec.price(strong) if strong else 0.0
-
         u = sig.uncertainty.copy()
         finite = u[~np.isnan(u)]
         u[np.isnan(u)] = finite.max() if len(finite) else 1.0  # unknown: most uncertain seen
-        candidates = np.append(np.unique(u), np.inf)  # inf: every item auto-labelled
+        cal = self._calibrate(run, sig, u, cap, strong, llm_out)
+        is_cal = np.zeros(T, dtype=bool)
+        is_cal[cal.items] = True
+        open_ = sig.labelled & ~is_cal
+        humans_left = max(0, cap - len(cal.items))
+        lam_h, lam_s, chosen_eps, fitted = self._thresholds(run, u, open_, cal, strong, humans_left)
+        # ---- route: most uncertain first, so a capped run keeps the hardest items
+        by_u = [int(t) for t in np.lexsort((run.rng.random(T), -u)) if open_[t]]
+        n_afford = affordable_humans(rec, humans_left)
+        to_h = [t for t in by_u if u[t] >= lam_h][:n_afford]
+        plan_s = {t for t in by_u if lam_s <= u[t] < lam_h} if strong else set()
+        n_fill = 0
+        if self.spend_all and self.epsilon is None:
+            n_fill = self._fill_to_budget(run, by_u, to_h, plan_s, n_afford, strong)
+        rec.annotate_many([(ids[t], run.human) for t in to_h], phase="route")
+        to_s: list[int] = []
+        if strong:
+            to_s = [t for t in by_u if t in plan_s]
+            souts = rec.annotate_many([(ids[t], strong) for t in to_s], phase="route")
+            to_s = [t for t, o in zip(to_s, souts, strict=True) if o is not None]
+        outputs = {ids[t]: llm_out[t] for t in range(T)}
+        for t in to_s:
+            o = rec.outputs(ids[t]).get(strong)
+            if o is not None:
+                outputs[ids[t]] = o
+        route = np.full(T, "llm", dtype=object)
+        route[to_s] = "strong"
+        route[to_h] = "human"
+        route[cal.items] = "calibration"
+        trace = pd.DataFrame({"item_id": ids, "uncertainty": sig.uncertainty, "route": route})
+        info = plan_info(plan, sig)
+        info.update(
+            {
+                "rule": "PAC labeling threshold on uncertainty (pac-labels)",
+                "epsilon": chosen_eps,
+                "epsilon_choice": fitted,
+                "lambda_human": finite_or_none(lam_h),
+                "lambda_strong": finite_or_none(lam_s) if strong else None,
+                "strong_llm": strong,
+                "calibration_labels": len(cal.items),
+                "calibration_draws": cal.n_draws,
+                "n_routed_human": len(to_h),
+                "n_filled_to_budget": n_fill,
+                "n_routed_strong": len(to_s),
+                "llm_label": self.llm_label,
+                "degraded": bool(sig.estimated.sum() < T),
+            }
+        )
+        return Routed(label_frame(ids, rec, outputs), info, trace)
 
-        # ---- calibration draws (pac-labels: uniform with replacement, xi ~ Bern(pi))
+    def _calibrate(
+        self,
+        run: RunCore,
+        sig: Signals,
+        u: np.ndarray,
+        cap: int,
+        strong: str | None,
+        llm_out: np.ndarray,
+    ) -> _Calibration:
+        """The calibration draws (pac-labels: uniform with replacement, xi ~ Bern(pi)),
+        the human (and strong LLM) labels of the kept items, and the weighted losses."""
+        rec, rng, ids, human = run.rec, run.rng, run.ids, run.human
+        summaries = not run.problem.task.type.has_labels
+        c_h = rec.price(human)
+        c_s = rec.price(strong) if strong else 0.0
         n_h_money = affordable_humans(rec, cap)
         per_cal = c_h + c_s
         cal_cap = (
@@ -226,20 +225,7 @@ class HyPACEnsembleRouter(ConfidenceBaseline):
         )
         cal_cap = min(cal_cap, n_h_money)
         pool = np.flatnonzero(sig.labelled)
-        draws_i: list[int] = []
-        draws_xi: list[int] = []
-        kept: dict[int, None] = {}
-        if len(pool):
-            for _ in range(self.num_draws):
-                i = int(pool[rng.integers(len(pool))])
-                xi = int(rng.random() < self.sampling_prob)
-                if xi and i not in kept and len(kept) >= cal_cap:
-                    break  # calibration budget spent: stop drawing
-                draws_i.append(i)
-                draws_xi.append(xi)
-                if xi:
-                    kept[i] = None
-        cal = list(kept)
+        draws_i, draws_xi, cal = pac_draws(rng, pool, self.num_draws, self.sampling_prob, cal_cap)
         outs = rec.annotate_many([(ids[t], human) for t in cal], phase="calibration")
         truth = {t: o.output for t, o in zip(cal, outs, strict=True) if o is not None and o.ok}
         strong_truth: dict[int, str | None] = {}
@@ -249,39 +235,32 @@ class HyPACEnsembleRouter(ConfidenceBaseline):
                 t: (o.output if o is not None and o.ok else None)
                 for t, o in zip(cal, souts, strict=True)
             }
-
         loss_cheap = self._losses(rec, cal, truth, llm_out, summaries)
-        loss_strong = (
-            self._losses(
-                rec,
-                cal,
-                truth,
-                np.array([strong_truth.get(t) for t in range(T)], dtype=object),
-                summaries,
-            )
-            if strong
-            else {}
-        )
+        strong_pred = np.array([strong_truth.get(t) for t in range(run.T)], dtype=object)
+        loss_strong = self._losses(rec, cal, truth, strong_pred, summaries) if strong else {}
         di = np.array(draws_i, dtype=int)
-        xi = np.array(draws_xi, dtype=float)
-        w = xi / self.sampling_prob
-        u_draw = u[di] if len(di) else np.empty(0)
+        w = np.array(draws_xi, dtype=float) / self.sampling_prob
         z_cheap = np.array([loss_cheap.get(t, 1.0) for t in di]) * w if len(di) else np.empty(0)
         z_strong = (
             np.array([loss_strong.get(t, 1.0) for t in di]) * w
             if len(di) and strong
             else np.empty(0)
         )
+        u_draw = u[di] if len(di) else np.empty(0)
+        return _Calibration(cal, len(draws_i), u_draw, z_cheap, z_strong, c_h, c_s)
 
-        # ---- thresholds: fixed epsilon, or the smallest epsilon that fits the budget
-        is_cal = np.zeros(T, dtype=bool)
-        is_cal[cal] = True
-        humans_left = max(0, cap - len(cal))
-
-        open_ = sig.labelled & ~is_cal
-        money = rec.budget.remaining
-        chosen_eps: float | None = None
-        lam_s = float("inf")
+    def _thresholds(
+        self,
+        run: RunCore,
+        u: np.ndarray,
+        open_: np.ndarray,
+        cal: _Calibration,
+        strong: str | None,
+        humans_left: int,
+    ) -> tuple[float, float, float | None, str]:
+        """(lambda_H, lambda_S, epsilon, how): a fixed epsilon, or the smallest epsilon
+        that fits the budget."""
+        money = run.rec.budget.remaining
         if strong:
             # cheapest source per item: search every (lambda_S, lambda_H) pair on a grid of
             # uncertainty quantiles; sweep = the smallest bound that fits the budget
@@ -291,7 +270,9 @@ class HyPACEnsembleRouter(ConfidenceBaseline):
                 ),
                 np.inf,
             )
-            pairs = two_thresholds(grid, u[open_], u_draw, z_cheap, z_strong, self.alpha, c_s, c_h)
+            pairs = two_thresholds(
+                grid, u[open_], cal.u_draw, cal.z_cheap, cal.z_strong, self.alpha, cal.c_s, cal.c_h
+            )
             fits = (pairs["cost"] <= money + 1e-9) & (pairs["n_human"] <= humans_left)
             if self.epsilon is not None:
                 ok = pairs[pairs["bound"] <= self.epsilon]
@@ -300,81 +281,51 @@ class HyPACEnsembleRouter(ConfidenceBaseline):
             else:
                 pick = pairs[fits].sort_values(["bound", "cost"]).iloc[0]
                 chosen_eps, fitted = float(pick["bound"]), "smallest bound that fits"
-            lam_h, lam_s = float(pick["lam_h"]), float(pick["lam_s"])
-        elif self.epsilon is not None:
-            chosen_eps, fitted = float(self.epsilon), "fixed-epsilon"
-            lam_h = pac_threshold(candidates, u_draw, z_cheap, chosen_eps, self.alpha)
-        else:
-            grid_e = sorted(self.epsilon_grid or np.linspace(0.0, 1.0, 401).tolist())
-            fitted = "fallback: no human beyond calibration"
-            lam_h = float("inf")
-            for eps in grid_e:
-                lam = pac_threshold(candidates, u_draw, z_cheap, eps, self.alpha)
-                n_hum = int((open_ & (u >= lam)).sum())
-                if n_hum <= humans_left and n_hum * c_h <= money + 1e-9:
-                    chosen_eps, fitted, lam_h = float(eps), "smallest epsilon that fits", lam
-                    break
+            return float(pick["lam_h"]), float(pick["lam_s"]), chosen_eps, fitted
+        candidates = np.append(np.unique(u), np.inf)  # inf: every item auto-labelled
+        if self.epsilon is not None:
+            lam_h = pac_threshold(
+                candidates, cal.u_draw, cal.z_cheap, float(self.epsilon), self.alpha
+            )
+            return lam_h, float("inf"), float(self.epsilon), "fixed-epsilon"
+        for eps in sorted(self.epsilon_grid or np.linspace(0.0, 1.0, 401).tolist()):
+            lam = pac_threshold(candidates, cal.u_draw, cal.z_cheap, eps, self.alpha)
+            n_hum = int((open_ & (u >= lam)).sum())
+            if n_hum <= humans_left and n_hum * cal.c_h <= money + 1e-9:
+                return lam, float("inf"), float(eps), "smallest epsilon that fits"
+        return float("inf"), float("inf"), None, "fallback: no human beyond calibration"
 
-        # ---- route: most uncertain first, so a capped run keeps the hardest items
-        by_u = [int(t) for t in np.lexsort((rng.random(T), -u)) if open_[t]]
-        n_afford = affordable_humans(rec, humans_left)
-        to_h = [t for t in by_u if u[t] >= lam_h][:n_afford]
-        plan_s = {t for t in by_u if lam_s <= u[t] < lam_h} if strong else set()
+    @staticmethod
+    def _fill_to_budget(
+        run: RunCore,
+        by_u: list[int],
+        to_h: list[int],
+        plan_s: set[int],
+        n_afford: int,
+        strong: str | None,
+    ) -> int:
+        """epsilon = 0 (or the coarse uncertainty) left budget unused: lower the human
+        threshold to spend it on the next most uncertain items (``to_h``, ``plan_s``
+        change in place); returns how many were added."""
+        rec = run.rec
+        c_h = rec.price(run.human)
+        c_s = rec.price(strong) if strong else 0.0
+        money = rec.budget.remaining - len(to_h) * c_h - len(plan_s) * c_s
+        chosen = set(to_h)
         n_fill = 0
-        if self.spend_all and self.epsilon is None:
-            # epsilon = 0 (or the coarse uncertainty) left budget unused: lower the human
-            # threshold to spend it on the next most uncertain items
-            money = rec.budget.remaining - len(to_h) * c_h - len(plan_s) * c_s
-            chosen = set(to_h)
-            for t in by_u:
-                if len(to_h) >= n_afford:
-                    break
-                if t in chosen:
-                    continue
-                need = c_h - (c_s if t in plan_s else 0.0)
-                if money + 1e-12 < need:
-                    break
-                money -= need
-                to_h.append(t)
-                plan_s.discard(t)
-                n_fill += 1
-        rec.annotate_many([(ids[t], human) for t in to_h], phase="route")
-        to_s: list[int] = []
-        if strong:
-            to_s = [t for t in by_u if t in plan_s]
-            souts = rec.annotate_many([(ids[t], strong) for t in to_s], phase="route")
-            to_s = [t for t, o in zip(to_s, souts, strict=True) if o is not None]
-
-        outputs = {ids[t]: llm_out[t] for t in range(T)}
-        for t in to_s:
-            o = rec.outputs(ids[t]).get(strong)
-            if o is not None:
-                outputs[ids[t]] = o
-        labels = label_frame(ids, rec, outputs)
-        route = np.full(T, "llm", dtype=object)
-        route[to_s] = "strong"
-        route[to_h] = "human"
-        route[cal] = "calibration"
-        trace = pd.DataFrame({"item_id": ids, "uncertainty": sig.uncertainty, "route": route})
-        info = plan_info(plan, sig)
-        info.update(
-            {
-                "rule": "PAC labeling threshold on uncertainty (pac-labels)",
-                "epsilon": chosen_eps,
-                "epsilon_choice": fitted,
-                "lambda_human": _finite(lam_h),
-                "lambda_strong": _finite(lam_s) if strong else None,
-                "strong_llm": strong,
-                "calibration_labels": len(cal),
-                "calibration_draws": len(draws_i),
-                "n_routed_human": len(to_h),
-                "n_filled_to_budget": n_fill,
-                "n_routed_strong": len(to_s),
-                "llm_label": self.llm_label,
-                "degraded": bool(sig.estimated.sum() < T),
-            }
-        )
-        return Routed(labels, info, trace)
+        for t in by_u:
+            if len(to_h) >= n_afford:
+                break
+            if t in chosen:
+                continue
+            need = c_h - (c_s if t in plan_s else 0.0)
+            if money + 1e-12 < need:
+                break
+            money -= need
+            to_h.append(t)
+            plan_s.discard(t)
+            n_fill += 1
+        return n_fill
 
     @staticmethod
     def _losses(

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from quorum.baselines._common import BaselineRouter, Routed, RouteRun, human_cap
+from quorum.baselines._common import BaselineRouter, Routed, human_cap
 from quorum.routing.outputs import single_output_labels
+from quorum.routing.run_core import RunCore
 
 
 class RandomRouter(BaselineRouter):
@@ -25,7 +26,7 @@ class RandomRouter(BaselineRouter):
             raise ValueError("llm_choice must be 'uniform' or 'cheapest'")
         self.llm_choice = llm_choice
 
-    def _route(self, run: RouteRun) -> Routed:
+    def _route(self, run: RunCore) -> Routed:
         problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
         ids, T, human = run.ids, run.T, run.human
         llms = problem.llms

@@ -33,13 +33,13 @@ from scipy.stats import rankdata
 from quorum.baselines._common import (
     LabelModelRouter,
     Routed,
-    RouteRun,
     affordable_humans,
     human_cap,
     label_frame,
     ranked,
 )
 from quorum.routing.base import RoutingProblem
+from quorum.routing.run_core import RunCore
 
 
 def sant_features(problem: RoutingProblem, n_components: int) -> np.ndarray:
@@ -150,7 +150,7 @@ class SANTRouter(LabelModelRouter):
         rest = np.array_split(np.arange(n_human - n0), self.n_rounds - 1)
         return [n0] + [len(r) for r in rest]
 
-    def _route(self, run: RouteRun) -> Routed:
+    def _route(self, run: RunCore) -> Routed:
         problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
         ids, T, human = run.ids, run.T, run.human
         lab = self.labeller or problem.llms[0].name

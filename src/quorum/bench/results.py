@@ -27,6 +27,7 @@ from quorum.bench.tables import (
     pct,
     rank_marks,
 )
+from quorum.methods import method_trait
 
 
 def _metric_label(info: dict[str, Any] | None) -> str:
@@ -615,17 +616,6 @@ def noisy_tables(run: BenchRun) -> list[TableFile]:
 
 
 # ----------------------------------------------------------------- overhead
-FEATURE_METHODS = {"quorum", "quorum-paper", "quorum-paper-authors-accounting", "araida", "sant"}
-CONFIDENCE_METHODS = {
-    "coannotating",
-    "cdi",
-    "hypac",
-    "coannotating-ensemble",
-    "cdi-ensemble",
-    "hypac-ensemble",
-}
-
-
 def overhead_tables(run: BenchRun) -> list[TableFile]:
     sec = run.config.section("overhead")
     if sec is None:
@@ -646,9 +636,9 @@ def overhead_tables(run: BenchRun) -> list[TableFile]:
                 continue
             rt = float(r["routing_seconds"].mean())
             txt = f"{rt:.3f}"
-            if m in FEATURE_METHODS:
+            if method_trait(m, "uses_item_features"):
                 txt += f" + {et:.1f} ET" if et is not None else " + ET"
-            if m in CONFIDENCE_METHODS:
+            if method_trait(m, "pays_for_confidence"):
                 calls = float(r["confidence_calls"].max()) if "confidence_calls" in r else 0
                 txt += f" + CT ({calls:,.0f} calls)" if calls else ""
             cells.append(txt)

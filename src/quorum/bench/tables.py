@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from quorum.methods import method_trait
 from quorum.pages.tables import Cell, Table  # noqa: F401  (imported from here by the bench)
 
 NAMES = {
@@ -45,8 +46,9 @@ def method_name(m: str) -> str:
 
 
 def is_quorum(m: str) -> bool:
-    """QUORUM rows (ours and the paper preset): compared with the baselines, not each other."""
-    return m == "quorum" or m.startswith("quorum-")
+    """QUORUM rows (ours and the paper preset): compared with the baselines, not each other
+    (the router class's ``is_quorum``)."""
+    return method_trait(m, "is_quorum")
 
 
 def pct(b: float) -> str:

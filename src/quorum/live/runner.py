@@ -8,7 +8,6 @@ at their recorded cost and nothing is paid twice. Calls cut off by a kill are ma
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import sqlite3
@@ -38,13 +37,8 @@ log = logging.getLogger("quorum.live")
 
 
 def make_method(name: str, params: dict[str, Any]) -> Router:
-    """A router by registry name (``quorum``, ``random``, ...) or ``module:Class``."""
-    if ":" in name:
-        mod, _, cls = name.partition(":")
-        try:
-            return getattr(importlib.import_module(mod), cls)(**params)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"method {name!r}: cannot import ({exc})") from None
+    """A router by registry name (``quorum``, ``random``, ...) or ``module:Class``
+    (:func:`quorum.methods.make_router`); a bad name is a :class:`ConfigError`."""
     from quorum.methods import make_router
 
     try:

@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from quorum.routing.budget import cap_humans
+
 _EPS = 1e-9
 
 
@@ -96,28 +98,46 @@ def error_order(
     n_err = int(is_err.sum())
     if rule == "knn" and n_err >= 1 and len(rest):
         kk = max(1, min(k, len(judged) // 4))
-        if len(rest) * len(judged) <= FULL_MATRIX_ENTRIES:
-            score, tie = _knn_scores(space[rest], space[judged], is_err, kk, cosine)
-        else:
-            width = len(judged) * (1 if cosine else space.shape[1])
-            step = max(1, BLOCK_ENTRIES // width)
-            parts = [
-                _knn_scores(space[rest[i : i + step]], space[judged], is_err, kk, cosine)
-                for i in range(0, len(rest), step)
-            ]
-            score = np.concatenate([p[0] for p in parts])
-            tie = np.concatenate([p[1] for p in parts])
+        score, tie = _knn_scores_blocked(space, rest, judged, is_err, kk, cosine)
         return rest[np.lexsort((tie, -score))], how
     if n_err >= 2 and len(rest):
-        centroid = space[judged[is_err > 0]].mean(axis=0)
-        if cosine:
-            nrm = np.linalg.norm(centroid)
-            centroid = centroid / nrm if nrm > 0 else centroid
-            dist = 1.0 - space[rest] @ centroid
-        else:
-            dist = np.linalg.norm(space[rest] - centroid, axis=1)
+        dist = _centroid_distance(space, rest, judged[is_err > 0], cosine)
         return rest[np.argsort(dist, kind="stable")], "error-centroid"
     return rest, "random (fewer than 2 calibration errors)"
+
+
+def _knn_scores_blocked(
+    space: np.ndarray,
+    rest: np.ndarray,
+    judged: np.ndarray,
+    is_err: np.ndarray,
+    kk: int,
+    cosine: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_knn_scores` of the items ``rest``, in blocks of rows where the distance
+    matrix would pass :data:`FULL_MATRIX_ENTRIES` entries."""
+    if len(rest) * len(judged) <= FULL_MATRIX_ENTRIES:
+        return _knn_scores(space[rest], space[judged], is_err, kk, cosine)
+    width = len(judged) * (1 if cosine else space.shape[1])
+    step = max(1, BLOCK_ENTRIES // width)
+    parts = [
+        _knn_scores(space[rest[i : i + step]], space[judged], is_err, kk, cosine)
+        for i in range(0, len(rest), step)
+    ]
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def _centroid_distance(
+    space: np.ndarray, rest: np.ndarray, errors: np.ndarray, cosine: bool
+) -> np.ndarray:
+    """Distance of the items ``rest`` to the centroid of the ``errors`` (Algorithm 2):
+    1 - cosine to the normalised centroid, or Euclidean."""
+    centroid = space[errors].mean(axis=0)
+    if cosine:
+        nrm = np.linalg.norm(centroid)
+        centroid = centroid / nrm if nrm > 0 else centroid
+        return 1.0 - space[rest] @ centroid
+    return np.linalg.norm(space[rest] - centroid, axis=1)
 
 
 def _knn_scores(
@@ -149,10 +169,17 @@ def audit_human_count(
     if c_h > c_llm:
         # floor(a / b + eps), not a // b: (10 - 1) // 0.09 is 99.0 in floating point
         n_h = math.floor((money - n_items * c_llm) / (c_h - c_llm) + _EPS)
-    n_h = max(0, min(n_h, n_items))
-    if humans_left is not None:
-        n_h = min(n_h, humans_left)
-    return n_h
+    return cap_humans(max(0, min(n_h, n_items)), humans_left)
+
+
+def round_sizes(n_h: int, rounds: int) -> np.ndarray:
+    """Human labels per round when ``n_h`` are bought in ``rounds`` rounds (as even as
+    whole numbers allow; ``audit_rounds``).
+
+    >>> round_sizes(10, 3).tolist(), round_sizes(2, 5).tolist()
+    ([3, 4, 3], [0, 1, 0, 1, 0])
+    """
+    return np.diff(np.linspace(0, n_h, rounds + 1).round().astype(int))
 
 
 def cost_match_give_up(n_calibration: int, c_min: float, c_h: float) -> int:

@@ -166,6 +166,13 @@ class Router(ABC):
     name: str = "router"
     #: which task types it supports
     supports_summarization: bool = True
+    # traits the bench and the docs ask of a method (class attributes, never name lists)
+    #: reads the item features phi(d_t) / embeddings (their extraction time counts: ET)
+    uses_item_features: bool = False
+    #: pays for calls made only to estimate confidence or uncertainty (CT)
+    pays_for_confidence: bool = False
+    #: a QUORUM row (ours or the paper preset): compared with the baselines, not each other
+    is_quorum: bool = False
 
     @abstractmethod
     def route(

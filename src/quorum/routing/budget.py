@@ -11,8 +11,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from quorum.errors import BudgetExceededError
 
 _SCALE = 1_000_000_000  # nano-units per currency unit
@@ -225,21 +223,35 @@ def budget_for_setting(
     raise ValueError(f"setting must be 'dollars' or 'auditor', got {setting!r}")
 
 
-def first_answer_reserve(no_answer: np.ndarray, open_: np.ndarray, t: int, c_min: float) -> float:
-    """Money phase 3 keeps, while it annotates item ``t``, for a first answer (the cheapest
-    LLM) on every *other* open item that has none. Counting ``t`` itself, as before, kept
-    its own first answer twice and could close the last unanswered item with money left.
+def cap_humans(n: int, humans_left: int | None) -> int:
+    """``n`` human labels, at most the ``humans_left`` a human limit allows (None: no limit).
+
+    >>> cap_humans(12, 5), cap_humans(12, None)
+    (5, 12)
+    """
+    return n if humans_left is None else min(n, humans_left)
+
+
+def affordable_count(money: float, price: float) -> int:
+    """How many calls at ``price`` ``money`` pays for (a float error never loses one).
+
+    >>> affordable_count(0.3, 0.1)  # 0.3 / 0.1 is 2.9999999999999996
+    3
+    """
+    return int(money / price + _PLAN_EPS)
+
+
+def first_answer_reserve(n_unanswered: int, t_unanswered: bool, c_min: float) -> float:
+    """Money phase 3 keeps, while it annotates item t, for a first answer (the cheapest
+    LLM) on every *other* open item that has none: ``n_unanswered`` open items have none,
+    t among them when ``t_unanswered``. Counting t itself, as before, kept its own first
+    answer twice and could close the last unanswered item with money left.
 
     Examples
     --------
-    >>> import numpy as np
-    >>> no_answer = np.array([True, True, False])
-    >>> open_ = np.array([True, True, True])
-    >>> first_answer_reserve(no_answer, open_, 0, 0.01)  # item 1 still needs 0.01
+    >>> first_answer_reserve(2, True, 0.01)  # t and one other item: 0.01 for the other
     0.01
-    >>> first_answer_reserve(no_answer, open_, 2, 0.01)  # items 0 and 1
+    >>> first_answer_reserve(2, False, 0.01)  # two other items
     0.02
     """
-    n = int(np.count_nonzero(np.asarray(no_answer) & np.asarray(open_)))
-    n -= int(bool(no_answer[t]) and bool(open_[t]))
-    return max(0, n) * c_min
+    return float(n_unanswered - int(bool(t_unanswered))) * c_min

@@ -112,6 +112,29 @@ def adaptive_tau(tau_h: float, ratio: float) -> float:
     return tau_h + (1.0 - tau_h) * ratio
 
 
+def route_tau_ratio(spare_left: float, items_left: int, c_h: float, c_min: float) -> float:
+    """rho_t in phase 2: the spare money per remaining item over what a human costs above
+    the cheapest LLM, at most 1.
+
+    >>> route_tau_ratio(2.0, 10, 0.1, 0.01)  # 0.2 an item: every item could get a human
+    1.0
+    >>> round(route_tau_ratio(0.45, 10, 0.1, 0.01), 6)
+    0.5
+    """
+    per_item = max(0.0, spare_left) / max(1, items_left)
+    return min(1.0, per_item / max(c_h - c_min, 1e-9))
+
+
+def refine_tau_ratio(money_left: float, n_open: int, c_h: float) -> float:
+    """rho_t in phase 3: the money left over a human label for every open item, at most 1.
+
+    >>> refine_tau_ratio(0.5, 10, 0.1), refine_tau_ratio(5.0, 10, 0.1)
+    (0.5, 1.0)
+    """
+    need = max(1.0, float(n_open)) * c_h
+    return min(1.0, money_left / need)
+
+
 def shadow_price(q: np.ndarray, price: np.ndarray, c_h: float, money: float) -> float:
     """The shadow price lambda of money for phase 2 (ours; ``phase2_rule="lagrangian"``).
 

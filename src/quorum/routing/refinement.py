@@ -1,5 +1,8 @@
 """Phase 3's pick of the next item: the open item with the highest priority P_t.
 
+The priorities are the pure rules :func:`refinement_priority` and
+:func:`leftover_priority`; the loop that uses them is :mod:`~quorum.routing.phase3`.
+
 ``np.argmax(np.where(open, prio, -inf))`` on every pick costs O(T) a pick, O(T^2) a run.
 :class:`PriorityQueue` gives the same item (the highest priority, ties to the lowest item
 index, as ``np.argmax``) in O(log T): a binary heap of (-priority, item) entries where an
@@ -11,6 +14,26 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
+
+
+def refinement_priority(
+    difficulty: np.ndarray, delta: np.ndarray, has_human: np.ndarray
+) -> np.ndarray:
+    """P_t = D_t + Delta_t + 1(no human label) (paper, phase 3).
+
+    >>> refinement_priority(np.array([0.1, 0.1]), np.array([0.5, 0.0]), np.array([0.0, 1.0]))
+    array([1.6, 0.1])
+    """
+    return difficulty + delta + (1.0 - has_human)
+
+
+def leftover_priority(difficulty: np.ndarray, agreement: np.ndarray) -> np.ndarray:
+    """Priority of a settled item for a leftover human label: D_t + 1 - agreement (ours).
+
+    >>> leftover_priority(np.array([0.2, 0.2]), np.array([1.0, 0.5])).tolist()
+    [0.2, 0.7]
+    """
+    return difficulty + (1.0 - agreement)
 
 
 class PriorityQueue:

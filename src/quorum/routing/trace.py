@@ -1,5 +1,6 @@
 """The QUORUM router's decision trace, kept column by column.
 
+The one trace format of QUORUM and the paper preset (:mod:`~quorum.routing.paper`).
 One row per decision (calibration call, phase-2 route, extra annotation, leftover human
 label): step, phase, item, arm, mode, epsilon_t, b_t, p_t, price, money left, priority
 and, where the decision looked at them, every LLM's q_a(x_t). A list of one dict per row
@@ -48,7 +49,6 @@ class DecisionTrace:
 
     def append(
         self,
-        step: int,
         phase: str,
         item_id: str,
         arm: str,
@@ -58,9 +58,11 @@ class DecisionTrace:
         p_t: float,
         price: float,
         budget_left: float,
-        priority: float | None,
-        q: Sequence[float] | np.ndarray | None,
+        priority: float | None = None,
+        q: Sequence[float] | np.ndarray | None = None,
     ) -> None:
+        """One decision; its step is the number of rows so far + 1."""
+        step = len(self) + 1
         self.step.append(step)
         self.phase.append(phase)
         self.item_id.append(item_id)
