@@ -125,6 +125,29 @@ def money_str(units: int) -> str:
 DONE = ("ok", "unparseable")
 
 
+def _open_readonly(path: Path) -> sqlite3.Connection:
+    """A query-only connection that also works where the ledger's folder (or file) cannot be
+    written: SQLite then cannot create the WAL index (``-shm``) a normal reader needs, so
+    the file is opened as immutable (nothing can be writing it: no ``annotate`` can run
+    there). Any other failure is one :class:`QuorumError` line."""
+    uri = path.resolve().as_uri()
+    last: Exception | None = None
+    for query in ("?mode=ro", "?mode=ro&immutable=1"):
+        try:
+            conn = sqlite3.connect(
+                uri + query, uri=True, check_same_thread=False, timeout=30, isolation_level=None
+            )
+            conn.execute("PRAGMA query_only=ON")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.Error as exc:
+            last = exc
+    raise QuorumError(
+        f"cannot read the ledger {path}: {last} (check that the file and its folder can be "
+        "read; a copy of the folder can be read anywhere)"
+    )
+
+
 class LedgerLockedError(QuorumError):
     """Another process is running this project."""
 
@@ -138,10 +161,7 @@ class Ledger:
         if readonly:
             if not self.path.is_file():
                 raise QuorumError(f"no ledger at {self.path}: run `quorum annotate` first")
-            self.conn = sqlite3.connect(
-                str(self.path), check_same_thread=False, timeout=30, isolation_level=None
-            )
-            self.conn.execute("PRAGMA query_only=ON")
+            self.conn = _open_readonly(self.path)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(

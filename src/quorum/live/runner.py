@@ -22,9 +22,11 @@ import pandas as pd
 
 from quorum.data.io import jsonable
 from quorum.errors import ConfigError
+from quorum.live.answer_health import unparseable_warnings
 from quorum.live.calls import Redactor
 from quorum.live.config import ProjectConfig
-from quorum.live.human_book import HumanBook
+from quorum.live.definition import check_definition
+from quorum.live.human_book import HumanBook, reliability_evidence
 from quorum.live.items import item_views, load_items
 from quorum.live.ledger import Ledger, money_str
 from quorum.live.problem import build_arms, build_problem, build_task, make_parser
@@ -184,6 +186,7 @@ def annotate(
         arms, human = build_arms(cfg, items, views, redactor)
         check_budget(cfg, arms)
         task = build_task(cfg, arms, human)
+        check_definition(cfg, ledger)  # labels or prices changed since the answers: refuse
         problem = build_problem(cfg, task, items, cfg.ledger_path.parent / "features")
         config_json = json.dumps(cfg.model_dump(mode="json"), sort_keys=True)
         run_id = ledger.start_run(
@@ -213,16 +216,31 @@ def annotate(
         source.collect_answers()
         interrupted_total = ledger.money()["interrupted"]
         wait_left = wait  # seconds this run may still spend waiting for humans
-        passes = settle = came = given = withdrawn = 0
+        passes = settle = came = given = withdrawn = replans = 0
         result: RoutingResult | None = None
+        # money the router's budget starts charged with: interrupted calls where asked, and
+        # money the ledger spent on calls a pass does not reuse (found by ``overplanned``)
+        charge = interrupted_total if cfg.budget.charge_interrupted else 0.0
         while True:
             passes += 1
             source.begin_pass()
+            source.replan = replans < MAX_REPLANS
             budget = Budget(cfg.budget.limit, human_limit=cfg.budget.human_limit)
-            if cfg.budget.charge_interrupted and interrupted_total > 0:
-                budget.charge(min(interrupted_total, budget.remaining))
+            charged = min(charge, budget.remaining)
+            if charged > 0:
+                budget.charge(charged)
             router = make_method(cfg.method, _with_human_quality(cfg, source))
             result = router.route(problem, source, budget, seed=cfg.seed)
+            if source.overplanned:
+                replans += 1
+                passes -= 1
+                charge = max(charge, unused_money(ledger, budget.spent - charged))
+                log.info(
+                    "the router planned money the ledger has already spent on calls this pass "
+                    "does not reuse; routing again with $%s of them charged to its budget",
+                    money_str(to_units(charge)),
+                )
+                continue
             ledger.write_result(run_id, passes, result.annotations, result.labels, result.trace)
             if source.frozen:
                 source.collect_answers()  # answers that came while the pass ran
@@ -246,6 +264,8 @@ def annotate(
                 break
             settle += 1
         progress.stop()
+        for warning in unparseable_warnings(ledger):
+            log.warning("%s", warning)
         summary = _summary(ledger, run_id, passes, result, source, n_int, human)
         summary.answers_came, summary.given, summary.withdrawn = came, given, withdrawn
         ledger.finish_run(run_id, summary.status, passes, summary.as_dict())
@@ -264,6 +284,17 @@ def annotate(
         if source is not None:
             source.close()
         ledger.close()
+
+
+#: how often one run routes a pass again because it planned money the ledger had spent
+MAX_REPLANS = 4
+
+
+def unused_money(ledger: Ledger, seen: float) -> float:
+    """Money the ledger holds (paid, held, possibly billed) beyond ``seen``, what the
+    router's pass was charged for the calls it made or reused: spent on calls it does not
+    reuse (an earlier pass's, a killed run's), and so not the router's to plan."""
+    return from_units(max(0, ledger.money_units()["committed"] - to_units(seen)))
 
 
 def _with_human_quality(cfg: ProjectConfig, source: LiveSource) -> dict[str, Any]:
@@ -327,15 +358,23 @@ def _wait_for(source: LiveSource, ledger: Ledger, deadline: float) -> tuple[int,
         now = sum(_all_resolved(ledger, {k: v}) for k, v in keys.items())
         if now > answered:
             answered = now
-            log.info("%d of %d human answer(s) came", answered - first, n - first)
+            log.info("human tasks waited for: %s (of %d)", _came(ledger, keys), n)
     if answered < n:
         log.info(
-            "time is up: %d of %d human answer(s) came; run again (or with a longer --wait) "
-            "to go on",
-            answered - first,
-            n - first,
+            "time is up: human tasks waited for: %s (of %d); run again (or with a longer "
+            "--wait) to go on",
+            _came(ledger, keys),
+            n,
         )
     return answered - first, answered == n
+
+
+def _came(ledger: Ledger, keys: dict[str, str]) -> str:
+    """How the tasks ``keys`` were resolved, in words: answered ones and expired ones."""
+    st = [t["status"] if (t := ledger.human_task(k)) is not None else None for k in keys]
+    got, gone = st.count("answered"), st.count("expired")
+    parts = [f"{got} answered"] + ([f"{gone} withdrawn unanswered (timeout)"] if gone else [])
+    return ", ".join(parts)
 
 
 def _settle_orphans(source: LiveSource, ledger: Ledger) -> tuple[int, int]:
@@ -527,6 +566,7 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         tasks = ledger.human_tasks()
         team = HumanBook(ledger).reliability_frame()
         slots = HumanBook(ledger).labels()
+        warnings = unparseable_warnings(ledger)
         runs = int(ledger.query("SELECT count(*) FROM runs")[0][0])
         links = _human_links(cfg, tasks.loc[tasks["status"] == "pending", "item_id"].tolist())
     finally:
@@ -559,6 +599,10 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
             for r in team.to_dict("records")
         ],
         "human_quality": _float(meta.get("human_quality")),
+        "human_evidence": reliability_evidence(
+            team, cfg.humans.labels_per_item, cfg.humans.min_evidence
+        ),
+        "warnings": warnings,
         "per_annotator": per,
         "runs": runs,
         "last_run": dict(last) if last is not None else None,
@@ -612,7 +656,9 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
     answered = {r["item_id"]: r for r in tasks[tasks["status"] == "answered"].to_dict("records")}
     cost_u = dict(zip(cost["item_id"], cost["u"], strict=True))
     given: dict[str, list[dict[str, Any]]] = {}
-    for r in slots[slots["status"].isin(("answered", "late", "late-unpaid"))].to_dict("records"):
+    for r in slots[slots["status"].isin(("answered", "late", "late-unpaid", "extra"))].to_dict(
+        "records"
+    ):
         given.setdefault(r["item_id"], []).append(
             {"by": r["person"], "label": r["label"], "status": r["status"]}
         )
