@@ -15,6 +15,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -85,10 +86,6 @@ def test_unparseable_answers_are_a_loud_warning(tmp_path, shared_data_dir, caplo
                             "price": 0.001, "prompt": "p.txt"}],
         })  # fmt: skip
         cfg = load_project(proj)
-        res = CliRunner().invoke(app, ["plan", str(proj)])
-        assert res.exit_code == 0, res.output
-        assert "added to it: nothing (task.instructions are not sent" in res.output
-        assert "Review: " in res.output and "Is the movie review positive?" not in res.output
         caplog.set_level(logging.INFO, logger="quorum.live")
         annotate(cfg, quiet=True)
     prompts = _sql(cfg, "SELECT prompt FROM calls WHERE annotator='llm'")["prompt"]
@@ -99,6 +96,20 @@ def test_unparseable_answers_are_a_loud_warning(tmp_path, shared_data_dir, caplo
     assert len(st["warnings"]) == 1 and "instructions_in_prompt" in st["warnings"][0]
     out = CliRunner().invoke(app, ["status", str(proj)]).output
     assert "warning: annotator 'llm'" in out
+    res = CliRunner().invoke(app, ["plan", str(proj)])
+    assert res.exit_code == 0, res.output
+    assert "added to it: nothing (task.instructions are not sent" in res.output
+    assert "Review: " in res.output and "Is the movie review positive?" not in res.output
+
+
+@pytest.fixture(autouse=True)
+def _live_logger():
+    """The CLI sets up the quorum.live logger (own handler, no propagation): undo it."""
+    lg = logging.getLogger("quorum.live")
+    handlers, propagate, level = list(lg.handlers), lg.propagate, lg.level
+    yield
+    lg.handlers[:] = handlers
+    lg.propagate, lg.level = propagate, level
 
 
 # -- 3. the router never plans money the ledger has spent --------------------------------
@@ -124,8 +135,11 @@ def test_router_never_plans_money_the_ledger_spent(tmp_path, shared_data_dir, ca
     s = annotate(cfg, quiet=True)
     refused = _sql(cfg, "SELECT * FROM calls WHERE error LIKE 'project budget reached%'")
     assert refused.empty, refused[["item_id", "annotator", "error"]]
-    assert "routing again with $" in caplog.text
+    assert "are given to the router (their cost charged" in caplog.text
     assert s.status == "finished" and s.spent <= 0.1 + 1e-12
+    last = _sql(cfg, f"SELECT * FROM decisions WHERE run_id={s.run_id} AND pass={s.passes}")
+    assert len(last) and (last["status"] != "failed").all()  # the last pass planned no call
+    assert (last["phase"] == "prior").sum() >= 1  # ...it was given the paid answers first
     ex = export_frame(cfg)
     assert ex["label"].notna().sum() >= 10  # the labels it had bought are still used
 
@@ -160,14 +174,26 @@ def test_label_and_price_changes_between_runs_are_refused(tmp_path, shared_data_
     ok = {**dearer, "budget": {"limit": 1.0, "price_change": "accept"}}
     annotate(load_project(write_project(tmp_path, ok)), quiet=True)
     assert "price changed since the last run: annotator 'named'" in caplog.text
-    assert set(_sql(cfg, "SELECT cost FROM calls")["cost"]) == {0.01}
+    assert set(_sql(cfg, "SELECT cost FROM calls WHERE annotator='named'")["cost"]) == {0.01}
     # the new price is now the recorded one: the next run goes on without a word
     annotate(load_project(write_project(tmp_path, dearer)), quiet=True)
 
 
 # -- 7. a read-only folder -----------------------------------------------------------------
+@pytest.fixture
+def open_tmp():
+    """A temporary folder other users can read (pytest's own is private to its user)."""
+    p = Path(tempfile.mkdtemp(prefix="quorum-ro-"))
+    p.chmod(0o755)
+    yield p
+    for q in [p, *p.rglob("*")]:
+        q.chmod(0o755 if q.is_dir() else 0o644)
+    shutil.rmtree(p, ignore_errors=True)
+
+
 @pytest.mark.realdata
-def test_status_and_export_in_a_read_only_folder(tmp_path, shared_data_dir) -> None:
+def test_status_and_export_in_a_read_only_folder(open_tmp, shared_data_dir) -> None:
+    tmp_path = open_tmp
     data = {
         "name": "ro", "method": "live_servers.routers:CascadeRouter",
         "method_params": {"human_every": 1000, "confidence_every": 0},
@@ -296,11 +322,14 @@ def test_reliability_says_how_much_evidence_it_has(tmp_path, shared_data_dir) ->
 
     def run(folder: Path, items: dict) -> dict:
         cfg = load_project(write_project(folder, {**base, "items": items}))
-        annotate(cfg, quiet=True)
-        asked = _sql(cfg, "SELECT item_id FROM human_queue")["item_id"].tolist()
-        _append(cfg.queue_dir / "answers.csv",
-                [[i, NAMES[gold[i]], p] for i in asked for p in ("ann", "bob")])  # fmt: skip
-        annotate(cfg, quiet=True)
+        done: set[str] = set()
+        for _ in range(12):
+            if annotate(cfg, quiet=True).status == "finished":
+                break
+            asked = set(_sql(cfg, "SELECT item_id FROM human_queue")["item_id"]) - done
+            rows = [[i, NAMES[gold[i]], p] for i in sorted(asked) for p in ("ann", "bob")]
+            _append(cfg.queue_dir / "answers.csv", rows)
+            done |= asked
         return status(cfg)["human_evidence"]
 
     blind = run(tmp_path / "a", {**sst2_items(shared_data_dir, 5), "gold_column": None})

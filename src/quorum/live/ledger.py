@@ -84,6 +84,7 @@ CREATE TABLE IF NOT EXISTS human_labels (
     person TEXT, label TEXT, raw TEXT, line INTEGER, answered_at REAL,
     PRIMARY KEY (request_key, slot)
 );
+CREATE TABLE IF NOT EXISTS given_calls (call_id INTEGER PRIMARY KEY, at REAL);
 CREATE TABLE IF NOT EXISTS human_reliability (
     person TEXT PRIMARY KEY, labels INTEGER, checked INTEGER, gold INTEGER,
     gold_correct INTEGER, agreement REAL, accuracy REAL, weight REAL, fitted_at REAL
@@ -359,6 +360,26 @@ class Ledger:
             c.executemany(
                 "UPDATE human_queue SET given=1 WHERE request_key=?", [(k,) for k in keys]
             )
+
+    def give_calls(self, call_ids: list[int]) -> None:
+        """Paid machine answers no complete pass asked for: hand them to the next passes
+        (their cost is charged to the router's budget before it plans)."""
+        now = time.time()
+        with self.tx() as c:
+            c.executemany(
+                "INSERT OR IGNORE INTO given_calls VALUES (?, ?)", [(int(i), now) for i in call_ids]
+            )
+
+    def given_calls(self) -> pd.DataFrame:
+        """The machine calls handed to the router (see :meth:`give_calls`), oldest first."""
+        if not self.query("SELECT 1 FROM sqlite_master WHERE name='given_calls'"):
+            return pd.DataFrame(columns=["call_id", "item_id", "annotator", "status", "output",
+                                         "cost", "response_raw"])  # fmt: skip
+        return self.frame(
+            "SELECT c.call_id, c.item_id, c.annotator, c.status, c.output, c.cost, "
+            "c.response_raw FROM given_calls g JOIN calls c ON c.call_id = g.call_id "
+            "ORDER BY c.call_id"
+        )
 
     def note_once(self, key: str, message: str) -> bool:
         """Record a message about the project's input; False if it was recorded before."""

@@ -216,31 +216,17 @@ def annotate(
         source.collect_answers()
         interrupted_total = ledger.money()["interrupted"]
         wait_left = wait  # seconds this run may still spend waiting for humans
-        passes = settle = came = given = withdrawn = replans = 0
+        passes = settle = came = given = withdrawn = 0
         result: RoutingResult | None = None
-        # money the router's budget starts charged with: interrupted calls where asked, and
-        # money the ledger spent on calls a pass does not reuse (found by ``overplanned``)
-        charge = interrupted_total if cfg.budget.charge_interrupted else 0.0
         while True:
             passes += 1
             source.begin_pass()
-            source.replan = replans < MAX_REPLANS
             budget = Budget(cfg.budget.limit, human_limit=cfg.budget.human_limit)
-            charged = min(charge, budget.remaining)
-            if charged > 0:
-                budget.charge(charged)
+            if cfg.budget.charge_interrupted and interrupted_total > 0:
+                budget.charge(min(interrupted_total, budget.remaining))
+            source.skip_unpaid = True  # a planned call the ledger cannot pay: not made
             router = make_method(cfg.method, _with_human_quality(cfg, source))
             result = router.route(problem, source, budget, seed=cfg.seed)
-            if source.overplanned:
-                replans += 1
-                passes -= 1
-                charge = max(charge, unused_money(ledger, budget.spent - charged))
-                log.info(
-                    "the router planned money the ledger has already spent on calls this pass "
-                    "does not reuse; routing again with $%s of them charged to its budget",
-                    money_str(to_units(charge)),
-                )
-                continue
             ledger.write_result(run_id, passes, result.annotations, result.labels, result.trace)
             if source.frozen:
                 source.collect_answers()  # answers that came while the pass ran
@@ -258,9 +244,17 @@ def annotate(
                 continue
             # a complete pass: tasks it did not ask for are used (answered) or freed (pending)
             n_given, n_withdrawn = _settle_orphans(source, ledger)
+            n_calls = _give_paid_calls(source, ledger)
             given += n_given
             withdrawn += n_withdrawn
-            if not (n_given or n_withdrawn) or settle >= MAX_SETTLE_PASSES:
+            if not (n_given or n_withdrawn or n_calls) or settle >= MAX_SETTLE_PASSES:
+                if source.not_made:
+                    log.warning(
+                        "%d call(s) the router planned were not made: the ledger's money is "
+                        "spent (calls cut off by a stop count as possibly billed; set "
+                        "budget.charge_interrupted = true to let the router plan with that)",
+                        source.not_made,
+                    )
                 break
             settle += 1
         progress.stop()
@@ -284,17 +278,6 @@ def annotate(
         if source is not None:
             source.close()
         ledger.close()
-
-
-#: how often one run routes a pass again because it planned money the ledger had spent
-MAX_REPLANS = 4
-
-
-def unused_money(ledger: Ledger, seen: float) -> float:
-    """Money the ledger holds (paid, held, possibly billed) beyond ``seen``, what the
-    router's pass was charged for the calls it made or reused: spent on calls it does not
-    reuse (an earlier pass's, a killed run's), and so not the router's to plan."""
-    return from_units(max(0, ledger.money_units()["committed"] - to_units(seen)))
 
 
 def _with_human_quality(cfg: ProjectConfig, source: LiveSource) -> dict[str, Any]:
@@ -375,6 +358,35 @@ def _came(ledger: Ledger, keys: dict[str, str]) -> str:
     got, gone = st.count("answered"), st.count("expired")
     parts = [f"{got} answered"] + ([f"{gone} withdrawn unanswered (timeout)"] if gone else [])
     return ", ".join(parts)
+
+
+def _give_paid_calls(source: LiveSource, ledger: Ledger) -> int:
+    """After a complete pass that planned calls the ledger could not pay (its money went to
+    answers this pass did not reuse: an earlier pass's, whose path the human answers since
+    changed, or an earlier configuration's): every paid machine answer is handed to the
+    router as a prior outcome, its cost charged to the router's budget before it plans, so
+    the next pass plans only the money that is left and still uses every paid answer.
+    Returns how many were handed over (0 when the pass planned nothing it could not pay)."""
+    if not source.not_made:
+        return 0
+    machines = [n for n, a in source.annotators.items() if a.kind != "human"]
+    calls = ledger.frame(
+        "SELECT call_id, item_id, annotator FROM calls WHERE kind='annotate' AND status IN "
+        "('ok','unparseable') AND call_id NOT IN (SELECT call_id FROM given_calls) "
+        "ORDER BY call_id"
+    )
+    calls = calls[calls["annotator"].isin(machines) & calls["item_id"].isin(list(source.items))]
+    new = calls.drop_duplicates(["item_id", "annotator"], keep="last")["call_id"].tolist()
+    if new:
+        ledger.give_calls([int(c) for c in new])
+        log.info(
+            "the router planned %d call(s) the ledger had no money left for (it went to "
+            "answers this pass did not reuse); %d paid machine answer(s) are given to the "
+            "router (their cost charged to its budget before it plans); routing again",
+            source.not_made,
+            len(new),
+        )
+    return len(new)
 
 
 def _settle_orphans(source: LiveSource, ledger: Ledger) -> tuple[int, int]:

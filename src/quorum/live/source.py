@@ -80,6 +80,8 @@ def shared_loop() -> LoopThread:
 
 #: the raw text of an outcome the source did not produce because the pass is frozen
 DEFERRED = "deferred: the routing pass waits for human answers"
+#: ... and of a call the router planned that the ledger has no money left for
+NOT_MADE = "not made: the project budget is spent (see the ledger)"
 
 
 @dataclass
@@ -149,11 +151,12 @@ class LiveSource:
         self._emb: dict[str, np.ndarray] = {}
         self._sem: asyncio.Semaphore | None = None
         self._guard_warned = False
-        #: a call the router planned found no money left in the ledger (money spent on calls
-        #: this pass does not reuse): the pass stops spending and the runner routes again with
-        #: that money charged to the router's budget (``replan``; False: refuse the call)
-        self.overplanned = False
-        self.replan = True
+        #: a call the router planned that the ledger has no money left for (spent on calls
+        #: this pass does not reuse: an earlier pass's, a killed run's) is not made and not
+        #: written, only counted in ``not_made`` (False: written as a refused call); the
+        #: runner then hands the calls the pass did not reuse to the router (prior outcomes)
+        self.skip_unpaid = False
+        self.not_made = 0
         self._loop = shared_loop()
         #: known labels of control items (the items file's gold column), to check people
         self.gold = {k: v for k, v in (gold or {}).items() if isinstance(v, str)}
@@ -203,7 +206,7 @@ class LiveSource:
     def begin_pass(self) -> None:
         """A new routing pass: nothing frozen, nothing asked yet, money from the ledger."""
         self.frozen = False
-        self.overplanned = False
+        self.not_made = 0
         self.blocking = {}
         self.asked_human = {}
         self._sync_money()
@@ -214,14 +217,23 @@ class LiveSource:
         self.stats.committed = from_units(self._committed_u)
 
     def prior_outcomes(self) -> list[Outcome]:
-        """Human answers the router gets before it starts (answers to tasks an earlier pass
-        sent that no later complete pass asked for): used as labels and rewards, never
-        asked or paid again (see :class:`~quorum.routing.recorder.CallRecorder`)."""
+        """Answers the router gets before it starts, charged to its budget: machine answers
+        and human answers to tasks an earlier pass paid for that no later complete pass
+        asked for; used as labels and rewards, never asked or paid again (see
+        :class:`~quorum.routing.recorder.CallRecorder`). So the router never plans the money
+        the ledger spent on them."""
+        out = []
+        calls = self.ledger.given_calls()
+        for r in calls.to_dict("records"):
+            if r["item_id"] in self.items and r["annotator"] in self.annotators:
+                ok = r["status"] == "ok"
+                out.append(Outcome(r["item_id"], r["annotator"], r["output"] if ok else None,
+                                   float(r["cost"] or 0.0), status="ok" if ok else "unparseable",
+                                   raw=r["response_raw"]))  # fmt: skip
         if self.human is None:
-            return []
+            return out
         tasks = self.ledger.human_tasks("answered")
         tasks = tasks[(tasks["given"] == 1) & tasks["item_id"].isin(list(self.items))]
-        out = []
         for r in tasks.to_dict("records"):
             cost = self._task_cost(r["request_key"])
             out.append(Outcome(r["item_id"], self.human.name, r["label"], cost, raw=r["raw"]))
@@ -395,7 +407,7 @@ class LiveSource:
         if not ann.available:
             return self._refuse(ann, req, f"endpoint declared dead: {ann.health.reason}")
         if not self._hold(req.reserved):
-            if self.replan:
+            if self.skip_unpaid:
                 return self._overplanned(req.item_id, req.annotator)
             return self._refuse(
                 ann,
@@ -506,10 +518,13 @@ class LiveSource:
         return out
 
     def _overplanned(self, item_id: str, annotator: str) -> Outcome:
-        """The router planned money the ledger no longer has: nothing is called or written,
-        the pass stops spending (frozen) and the runner routes it again (see ``replan``)."""
-        self.overplanned = self.frozen = True
-        return Outcome(item_id, annotator, None, 0.0, status="failed", raw=DEFERRED)
+        """A call the router planned that the ledger has no money left for (it went to
+        calls this pass does not reuse): not made, not written; counted in ``not_made``,
+        after the pass the runner hands those calls to the router and routes again."""
+        self.not_made += 1
+        out = Outcome(item_id, annotator, None, 0.0, status="failed", raw=NOT_MADE)
+        self._event(out)
+        return out
 
     def _from_row(self, req: Request, row: Any, cached: bool) -> Outcome:
         status = row["status"]
@@ -570,7 +585,7 @@ class LiveSource:
             return Outcome(item.item_id, h.name, None, 0.0, status="pending", raw=DEFERRED)
         if status is None or status == "withdrawn":
             if not self._hold(h.task_price):
-                if self.replan:
+                if self.skip_unpaid:
                     return self._overplanned(item.item_id, h.name)
                 return Outcome(
                     item.item_id, h.name, None, 0.0, status="failed", raw="project budget reached"
