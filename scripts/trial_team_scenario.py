@@ -75,7 +75,20 @@ def start_llama(out: Path, pythonpath: str = "") -> tuple[subprocess.Popen, str,
     raise SystemExit(f"llama server did not start: {log.read_text()[-2000:]}")
 
 
+def start_fake(out: Path) -> tuple[subprocess.Popen, str, Path]:
+    """The tests' fault-free fake OpenAI server instead of SmolLM2 (``--fake-llm``)."""
+    log = out / "fake-requests.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "live_servers" / "fake_openai.py"), "--port", "0",
+         "--log", str(log)], stdout=subprocess.PIPE, text=True, env=env(),
+    )  # fmt: skip
+    line = proc.stdout.readline() if proc.stdout else ""
+    return proc, f"http://127.0.0.1:{int(line.split()[1])}/v1", log
+
+
 def requests_seen(log: Path) -> int:
+    if log.suffix == ".jsonl":
+        return sum(1 for line in log.read_text().splitlines() if line.strip())
     return sum("POST /v1/chat/completions" in line for line in log.read_text().splitlines())
 
 
@@ -141,12 +154,12 @@ class People:
             t.join(timeout=10)
 
 
-def project(out: Path, data: Path, ls_url: str, llm: str, n: int) -> Path:
+def project(out: Path, data: Path, ls_url: str, llm: str, n: int, model: str) -> Path:
     (out / "prompt.txt").write_text(
         "Is this movie review negative or positive? Review: {text}\n"
         "Answer with one word: negative or positive."
     )
-    smol = {"model": "openai/smollm2", "api_base": llm, "max_tokens": 8, "prompt": "prompt.txt",
+    smol = {"model": model, "api_base": llm, "max_tokens": 8, "prompt": "prompt.txt",
             "concurrency": 2, "timeout": 120}  # fmt: skip
     cfg = {
         "name": "trial", "features": "light",
@@ -187,12 +200,16 @@ def main() -> None:
     ap.add_argument(
         "--llama-pythonpath", default="", help="PYTHONPATH of the llama.cpp server (a build)"
     )
+    ap.add_argument("--fake-llm", action="store_true", help="the test server, not SmolLM2")
     args = ap.parse_args()
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     gold = dict(pd.read_csv(args.data, dtype=str)[["idx", "label"]].itertuples(index=False))
     t0 = time.time()
-    llama, llm_url, llama_log = start_llama(out, args.llama_pythonpath)
+    if args.fake_llm:
+        llama, llm_url, llama_log = start_fake(out)
+    else:
+        llama, llm_url, llama_log = start_llama(out, args.llama_pythonpath)
     srv = LabelStudioServer(out / "labelstudio")
     srv.start()
     figures: dict = {"items": args.items}
@@ -200,13 +217,14 @@ def main() -> None:
     try:
         # the annotators' accounts, made with the documented command
         accounts = out / "people.csv"
-        res = subprocess.run(
+        made = subprocess.run(
             [sys.executable, "-m", "quorum.cli", "labelstudio", "users", *PEOPLE, "--data-dir",
              str(srv.data_dir), "--url", srv.url, "--out", str(accounts)],
             env=env(), capture_output=True, text=True, check=True,
         )  # fmt: skip
         users = pd.read_csv(accounts).to_dict("records")
-        proj = project(out, args.data, srv.url, llm_url, args.items)
+        model = "openai/fake" if args.fake_llm else "openai/smollm2"
+        proj = project(out, args.data, srv.url, llm_url, args.items, model)
         e = {**env(), TOKEN_ENV: srv.admin.token}
         runs = []
 
@@ -304,7 +322,7 @@ def main() -> None:
                                                          "human_evidence", "warnings")}  # fmt: skip
         figures["people_answered"] = len(people.given) if people else 0
         figures["accounts_stdout_has_no_token"] = all(
-            u["personal_access_token"] not in res.stdout for u in users
+            u["personal_access_token"] not in made.stdout + made.stderr for u in users
         )
         figures["minutes"] = round((time.time() - t0) / 60, 1)
     finally:
