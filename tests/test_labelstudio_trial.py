@@ -24,7 +24,6 @@ from pathlib import Path
 import httpx
 import pandas as pd
 import pytest
-import yaml
 
 from live_servers.fixtures import (
     SST2_TASK,
@@ -247,30 +246,31 @@ def smollm2(tmp_path_factory):
         proc.wait(timeout=20)
 
 
-def test_smollm2_is_sent_the_prompt_as_written(
-    server, smollm2, tmp_path, shared_data_dir, monkeypatch
-) -> None:
+def test_smollm2_is_sent_the_prompt_as_written(smollm2, tmp_path, shared_data_dir) -> None:
     """Item 1: task.instructions (the Label Studio header) are not put before a prompt the
-    user wrote; SmolLM2 answers that prompt, and the trial's 63% unreadable answers came
-    from the added header."""
-    monkeypatch.setenv(TOKEN_ENV, server.admin.token)
+    user wrote; SmolLM2 answers that prompt (the trial's 63% unreadable answers came with
+    the added header; 40 of 40 were read without it)."""
     written = ("Is this movie review negative or positive? Review: {text}\n"
                "Answer with one word: negative or positive.")  # fmt: skip
     (tmp_path / "p.txt").write_text(written)
-    proj = _project(tmp_path, shared_data_dir, server, "prompted", 12)
-    raw = yaml.safe_load(proj.read_text())
-    raw["annotators"][0] = {"name": "smol", "model": "openai/smollm2", "api_base": smollm2,
-                            "price": 0.001, "temperature": 0, "seed": 0, "max_tokens": 8,
-                            "prompt": "p.txt", "concurrency": 2, "timeout": 180,
-                            "dead_after": 10}  # fmt: skip
-    raw["method_params"]["human_every"] = 1000
-    cfg = load_project(write_project(tmp_path, raw))
+    cfg = load_project(write_project(tmp_path, {
+        "name": "prompted", "method": "live_servers.routers:CascadeRouter",
+        "method_params": {"batch": 3, "human_every": 1000, "confidence_every": 0,
+                          "second": 0.0},
+        "features": "light", "items": sst2_items(shared_data_dir, 12),
+        "task": {**SST2_TASK, "instructions": "Is the movie review positive?"},
+        "budget": {"limit": 1.0}, "human": "gold",
+        "annotators": [{"name": "smol", "model": "openai/smollm2", "api_base": smollm2,
+                        "price": 0.001, "temperature": 0, "seed": 0, "max_tokens": 8,
+                        "prompt": "p.txt", "concurrency": 2, "timeout": 180,
+                        "dead_after": 10}],
+    }))  # fmt: skip
     annotate(cfg, quiet=True)
     calls = _sql(cfg, "SELECT item_id, prompt, status, error FROM calls WHERE annotator='smol'")
     assert (calls["status"] != "failed").all(), calls["error"].tolist()
     texts = pd.read_csv(shared_data_dir / "sst2_dev" / "sst2_dev.csv", dtype=str)
     text = dict(zip(texts["idx"], texts["sentence"], strict=True))
-    assert len(calls) >= 12
+    assert len(calls) == 12
     for r in calls.itertuples():
         assert r.prompt == written.format(text=text[r.item_id])  # nothing added
     ok = (calls["status"] == "ok").mean()
