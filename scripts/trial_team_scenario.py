@@ -262,11 +262,11 @@ def main() -> None:
         # -- the figures --------------------------------------------------------------
         calls = ledger(out, "SELECT * FROM calls")
         llm = calls[calls["annotator_kind"] == "llm"]
-        made = llm[(llm["attempts"] > 0) | (llm["status"] == "interrupted")]
+        sent = llm[(llm["attempts"] > 0) | (llm["status"] == "interrupted")]
         tries = int(llm["attempts"].fillna(0).sum()) + int((llm["status"] == "interrupted").sum())
         answered = llm["status"].isin(["ok", "unparseable"])
         figures["llm"] = {
-            "calls_in_ledger": len(made),
+            "calls_in_ledger": len(sent),
             "by_status": llm["status"].value_counts().to_dict(),
             "http_tries_in_ledger": tries,
             "interrupted_by_kills": int((llm["status"] == "interrupted").sum()),
