@@ -210,11 +210,12 @@ def main() -> None:
         llama, llm_url, llama_log = start_fake(out)
     else:
         llama, llm_url, llama_log = start_llama(out, args.llama_pythonpath)
-    srv = LabelStudioServer(out / "labelstudio")
-    srv.start()
     figures: dict = {"items": args.items}
     people = None
+    srv = None
     try:
+        srv = LabelStudioServer(out / "labelstudio")
+        srv.start()
         # the annotators' accounts, made with the documented command
         accounts = out / "people.csv"
         made = subprocess.run(
@@ -328,7 +329,8 @@ def main() -> None:
     finally:
         if people is not None:
             people.close()
-        srv.stop()
+        if srv is not None:
+            srv.stop()
         llama.terminate()
         llama.wait(timeout=30)
     (out / "figures.json").write_text(json.dumps(figures, indent=2, default=str))
