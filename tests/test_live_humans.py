@@ -145,7 +145,9 @@ def test_default_router_human_team_every_answer_used(tmp_path, shared_data_dir) 
         assert "run 1: pending" in r1.stdout, r1.stdout
         log = r1.stderr
         # the first answers came while run 1 routed or waited; it went on, then timed out
-        assert "waiting up to" in log and "time is up: 0 of" in log, log
+        assert "waiting up to" in log and "time is up: human tasks waited for: 0 answered" in log, (
+            log
+        )
         assert set(_tasks(cfg).query("status == 'answered'")["item_id"]) == set(team.done)
         waiting = _pending(cfg)
         assert waiting and not set(waiting) & set(team.done)
@@ -245,7 +247,7 @@ def test_wait_sleeps_until_answers_come(tmp_path, shared_data_dir, caplog) -> No
     msgs = [r.getMessage() for r in caplog.records]
     # one wait per task (unless its answer was already there when the pass ended)
     assert 1 <= sum(m.startswith("waiting up to") for m in msgs) <= len(team.done)
-    assert sum("1 of 1 human answer(s) came" in m for m in msgs) <= len(team.done)
+    assert sum("waited for: 1 answered (of 1)" in m for m in msgs) <= len(team.done)
 
 
 def test_waiting_is_idle(tmp_path, shared_data_dir) -> None:

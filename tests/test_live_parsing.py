@@ -103,8 +103,8 @@ def _builder(kind: str, **kw) -> PromptBuilder:
         kw.get("labels", ["0", "1"]),
         kw.get("names", {"0": "negative", "1": "positive"}),
         kw.get("instructions"),
-        PromptTemplate(default_template(kind)),
-        PromptTemplate(default_template("confidence")),
+        PromptTemplate(default_template(kind), bundled=True),
+        PromptTemplate(default_template("confidence"), bundled=True),
     )
 
 

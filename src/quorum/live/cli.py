@@ -195,8 +195,17 @@ def register(app: typer.Typer) -> None:
                     for p in st["human_team"]
                 )
             )
+            ev = st.get("human_evidence") or {}
+            if ev and not ev.get("dependable"):
+                con.print(
+                    f"human reliabilities are not dependable: {ev['why']}",
+                    style="yellow",
+                    markup=False,
+                )
         for line in agreement_lines(st["agreement"]):
             con.print(line, markup=False, highlight=False)
+        for w in st.get("warnings") or []:
+            con.print(f"warning: {w}", style="yellow", markup=False)
         if st["held_for_humans"] != "0":
             con.print(f"held for pending human labels: ${st['held_for_humans']}")
         if st["interrupted_calls"]:
@@ -247,6 +256,57 @@ def register(app: typer.Typer) -> None:
             _fail(exc)
             return
         typer.echo(f"{'pushed to' if push_to_hub else 'wrote'} {path}")
+
+    ls_app = typer.Typer(
+        name="labelstudio",
+        help="Label Studio for the human arm: set up the people who label.",
+        no_args_is_help=True,
+    )
+    app.add_typer(ls_app, name="labelstudio")
+
+    @ls_app.command("users")
+    def ls_users_cmd(
+        emails: list[str] = typer.Argument(..., help="e-mail of each annotator to create"),
+        data_dir: Path = typer.Option(
+            ..., "--data-dir", help="the server's data folder (label-studio start --data-dir)"
+        ),
+        url: str | None = typer.Option(
+            None,
+            "--url",
+            help="the running server, to check the new tokens (e.g. http://127.0.0.1:8080)",
+        ),
+        out: Path | None = typer.Option(
+            None,
+            "--out",
+            "-o",
+            help="write the accounts to this CSV file (mode 0600) instead of printing them",
+        ),
+    ) -> None:
+        """Create annotator accounts with a password and API tokens (or reset an existing
+        account's password and tokens); prints e-mail, password, personal access token."""
+        import csv
+        import io
+        import os
+
+        from quorum.live.labelstudio_server import create_users
+
+        try:
+            users = create_users(data_dir, emails, url=url)
+        except QuorumError as exc:
+            _fail(exc)
+            return
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(["email", "password", "personal_access_token", "legacy_token"])
+        for u in users:
+            w.writerow([u.email, u.password, u.pat, u.token])
+        if out is None:
+            typer.echo(buf.getvalue(), nl=False)
+            return
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(buf.getvalue())
+        typer.echo(f"wrote {len(users)} account(s) to {out} (secrets: keep it private)")
 
 
 def report_project(project: Path, output: Path | None) -> None:

@@ -23,18 +23,17 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pandas as pd
 
 from quorum.data.schema import TaskType
-from quorum.live.human_book import HumanBook
-from quorum.live.humans import HumanAnswer
+from quorum.live.human_book import COUNTED, EXTRA, HumanBook
+from quorum.live.humans import HumanAnswer, HumanArm
+from quorum.live.ledger import Ledger
+from quorum.live.prompts import ItemView
 from quorum.live.reliability import Reliability, estimate
 from quorum.routing.budget import to_units
-
-if TYPE_CHECKING:
-    from quorum.live.source import LiveSource
 
 log = logging.getLogger("quorum.live")
 
@@ -55,10 +54,43 @@ class Collected:
         return bool(self.new or self.changed or self.late or self.expired)
 
 
-class AnswerCollector:
-    """Attaches the human queue's answers to the ledger for a :class:`LiveSource`."""
+class AnswerSink(Protocol):
+    """What the collector needs from the run (a :class:`~quorum.live.source.LiveSource`):
+    its items, human arm, ledger and control labels, and six public operations."""
 
-    def __init__(self, source: LiveSource, clock: Callable[[], float] = time.time) -> None:
+    items: dict[str, ItemView]
+    human: HumanArm | None
+    ledger: Ledger
+    gold: dict[str, str]
+    task_type: TaskType
+
+    def report(self, key: tuple, msg: str, *args: Any) -> None:
+        """Log a problem with the answers once per project."""
+
+    def match(self, item: ItemView, raw: str) -> str | None:
+        """The label an answer names, or None."""
+
+    def label_help(self, item: ItemView) -> str:
+        """What a person may answer on ``item`` (for a message)."""
+
+    def room(self, units: int) -> bool:
+        """Whether the budget has ``units`` left beside what is paid, held and reserved."""
+
+    def late_call(self, key: str, item_id: str, slot: int, label: str, raw: str,
+                  price: float) -> int:  # fmt: skip
+        """The paid call row of a late answer (its id)."""
+
+    def commit(self, units: int) -> None:
+        """Count money just paid outside a call of the run."""
+
+    def resubmit(self, key: str, item_id: str) -> None:
+        """Show a task again (it still wants labels)."""
+
+
+class AnswerCollector:
+    """Attaches the human queue's answers to the ledger for a :class:`AnswerSink`."""
+
+    def __init__(self, source: AnswerSink, clock: Callable[[], float] = time.time) -> None:
         self.src = source
         self.book = HumanBook(source.ledger)
         self.clock = clock
@@ -69,6 +101,8 @@ class AnswerCollector:
                                        prior_accuracy=h.prior_accuracy)  # fmt: skip
         self.quality: float | None = None
         self._fitted = False
+        #: items whose answers so far are none of them a label (see :meth:`expire`)
+        self._only_invalid: set[str] = set()
 
     # -- reading ---------------------------------------------------------------------
     def rows(self) -> dict[str, list[tuple[str, HumanAnswer]]]:
@@ -76,25 +110,29 @@ class AnswerCollector:
         src = self.src
         assert src.human is not None
         out: dict[str, list[tuple[str, HumanAnswer]]] = {}
+        invalid: set[str] = set()
         for ans in src.human.queue.poll():
             item = src.items.get(ans.item_id)
             if item is None:
-                src._report(
+                src.report(
                     ("unknown", ans.item_id),
                     "answers: item id %r (%s) is not in the items file; the answer is ignored",
                     ans.item_id, _at(ans.line, ans.by),
                 )  # fmt: skip
                 continue
-            label = src._match(item, ans.raw)
+            label = src.match(item, ans.raw)
             if label is None:
-                src._report(
+                src.report(
                     ("invalid", ans.item_id, ans.line, ans.raw),
                     "answers: %s, item %s: %r is not a label (%s); the item "
-                    "keeps its earlier answer or stays pending until corrected",
-                    _at(ans.line, ans.by), ans.item_id, ans.raw, src._label_help(item),
+                    "keeps its earlier answer, or stays pending until corrected or until "
+                    "humans.timeout",
+                    _at(ans.line, ans.by), ans.item_id, ans.raw, src.label_help(item),
                 )  # fmt: skip
+                invalid.add(ans.item_id)
                 continue
             out.setdefault(ans.item_id, []).append((label, ans))
+        self._only_invalid = invalid - set(out)
         return out
 
     def _person(self, ans: HumanAnswer | None, wanted: int, by: str | None = None) -> str:
@@ -110,7 +148,7 @@ class AnswerCollector:
             who = self._person(ans, wanted)
             prev = final.get(who)
             if prev is not None and prev[0] != label:
-                self.src._report(
+                self.src.report(
                     ("fix", iid, ans.line, who),
                     "answers: item %s was answered %r %s and %r %s; the later row wins",
                     iid, prev[1].raw, _at(prev[1].line, prev[1].by, on=True), ans.raw,
@@ -138,7 +176,7 @@ class AnswerCollector:
             for iid, item_rows in rows.items():
                 task = by_item.get(iid)
                 if task is None:
-                    src._report(
+                    src.report(
                         ("unasked", iid),
                         "answers: item %s (%s) was never sent to a human; the answer is "
                         "kept in the file and used if it is asked for",
@@ -160,6 +198,7 @@ class AnswerCollector:
         have: dict[str, dict] = {}
         free: list[int] = []
         withdrawn: list[int] = []
+        paid = 0  # labels of this task that count (are paid): never more than ``wanted``
         for s in [] if slots is None else slots.to_dict("records"):
             if s["status"] == "open":
                 free.append(int(s["slot"]))
@@ -167,12 +206,13 @@ class AnswerCollector:
                 withdrawn.append(int(s["slot"]))
             else:
                 have[self._person(None, wanted, s["person"])] = s
+                paid += s["status"] in COUNTED
         filled = changed = late = False
         for who, (label, ans) in self._latest(iid, rows, wanted).items():
             s = have.get(who)
             if s is not None:
                 if s["label"] != label or (s["person"] or None) != ans.by:
-                    if s["status"] == "late-unpaid":
+                    if s["status"] not in COUNTED:
                         continue  # recorded once, never paid nor used
                     book.correct(key, int(s["slot"]), ans.by, label, ans.raw, ans.line)
                     if s["label"] != label:
@@ -186,19 +226,34 @@ class AnswerCollector:
             if status == "pending" and free:
                 book.fill(key, free.pop(0), ans.by, label, ans.raw, ans.line)
                 filled = True
+                paid += 1
                 have[who] = {"label": label}
                 continue
-            # late: the task stopped waiting, or this person is beyond the labels wanted
+            if paid >= wanted:
+                # k = humans.labels_per_item is a hard cap on what a task pays: a label
+                # beyond it (a web queue may hand a task to one person too many) is kept
+                # as a record, never paid nor voted
+                book.add(key, iid, None, ans.by, label, ans.raw, ans.line, EXTRA)
+                have[who] = {"label": label}
+                src.report(
+                    ("extra", iid, who),
+                    "answers: item %s got a label %s beyond the %d wanted "
+                    "(humans.labels_per_item); it is recorded, not paid, not used",
+                    iid, _at(ans.line, ans.by), wanted,
+                )  # fmt: skip
+                continue
+            # late: the task stopped waiting with fewer than the labels wanted
             price_u = to_units(task["price"] or 0.0)
-            if src._room(price_u):
+            if src.room(price_u):
                 if withdrawn:
                     book.fill(key, withdrawn.pop(0), ans.by, label, ans.raw, ans.line, "late")
                 else:
-                    cid = src._late_call(key, iid, len(have) + len(free), label, ans.raw,
+                    cid = src.late_call(key, iid, len(have) + len(free), label, ans.raw,
                                          task["price"] or 0.0)  # fmt: skip
                     book.add(key, iid, cid, ans.by, label, ans.raw, ans.line, "late")
-                src._commit(price_u)
+                src.commit(price_u)
                 late = True
+                paid += 1
                 have[who] = {"label": label}
                 log.info(
                     "answers: item %s got a late answer %s (its task was %s); it is paid "
@@ -208,7 +263,7 @@ class AnswerCollector:
                 book.add(key, iid, None, ans.by, label, ans.raw, ans.line, "late-unpaid")
                 got.refused.append(iid)
                 have[who] = {"label": label}
-                src._report(
+                src.report(
                     ("late", iid, who),
                     "answers: item %s got a late answer %s (its task was %s) and the budget "
                     "has no room left to pay for it; it is recorded, not paid, not used",
@@ -220,7 +275,7 @@ class AnswerCollector:
                 self._close(key, "answered")
                 got.done.append(iid)
             else:
-                src._resubmit(key, iid)
+                src.resubmit(key, iid)
         if changed:
             got.changed.append(iid)
             if status == "answered":
@@ -269,6 +324,9 @@ class AnswerCollector:
         empty = due[~due["request_key"].isin(partial)]
         gone = h.queue.withdraw(empty["item_id"].tolist()) if len(empty) else []
         gone = set(empty["item_id"]) if gone is None else set(gone)
+        # a web queue keeps a task that has an answer; when none of its answers is a label
+        # (e.g. "neutral" typed through the API) the task still times out
+        gone |= set(empty["item_id"]) & self._only_invalid
         note = f"no answer within humans.timeout ({h.timeout:g} s)"
         for r in due.to_dict("records"):
             key, iid = r["request_key"], r["item_id"]

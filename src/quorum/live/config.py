@@ -71,6 +71,12 @@ class TaskConfig(BaseModel):
     label_names: dict[str, str] | None = None
     label_descriptions: dict[str, str] | None = None
     instructions: str | None = None
+    instructions_in_prompt: Literal["auto", "always", "never"] = Field(
+        default="auto",
+        description="put `instructions` before an LLM prompt that has no {instructions}: "
+        "auto (before the bundled default prompts only, never before a prompt you wrote), "
+        "always, or never",
+    )
     language: str = "en"
 
     @field_validator("labels", mode="before")
@@ -88,7 +94,33 @@ class TaskConfig(BaseModel):
             extra = set(getattr(self, field) or {}) - set(self.labels or [])
             if extra:
                 raise ValueError(f"{field} has keys that are not labels: {sorted(extra)}")
+        if self.type.has_labels and self.labels:
+            self._distinct_labels()
         return self
+
+    def _distinct_labels(self) -> None:
+        """At least two labels that a person or a model can tell apart, in every spelling:
+        the values, and the names shown, are distinct ignoring case and spaces (an answer
+        is matched that way, :func:`~quorum.live.humans.match_label`)."""
+        labels = self.labels or []
+        names = self.label_names or {}
+        shown = [str(names.get(lab, lab)) for lab in labels]
+        for what, vals in (("labels", labels), ("label names", shown)):
+            folded: dict[str, str] = {}
+            for v in vals:
+                k = " ".join(v.split()).casefold()
+                if k in folded:
+                    raise ValueError(
+                        f"{what} {folded[k]!r} and {v!r} are the same answer (case and spaces "
+                        "are ignored when answers are read); give each label its own name"
+                    )
+                folded[k] = v
+        if len(labels) < 2:
+            raise ValueError(
+                f"a {self.type.value} task needs at least two labels, got {labels}"
+                + (f" (shown as {shown})" if names else "")
+                + ": with one there is nothing to decide"
+            )
 
 
 class AnnotatorConfig(BaseModel):
@@ -167,6 +199,11 @@ class BudgetConfig(BaseModel):
     charge_interrupted: bool = Field(
         default=False,
         description="charge calls cut off by a crash to the budget of the resumed run",
+    )
+    price_change: Literal["refuse", "accept"] = Field(
+        default="refuse",
+        description="a price edited since the ledger's last run: refuse to run (default), or "
+        "accept it for new calls (calls already made keep the cost they were recorded at)",
     )
 
 

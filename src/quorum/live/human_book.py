@@ -5,9 +5,11 @@ row that holds the price of one label while the slot is ``open``. A slot is fill
 first answer of a person not yet on the task (``answered``: its call becomes ``ok``, paid
 once); the same person answering again corrects their label (not paid again). A slot
 nobody filled before the task stopped waiting is ``withdrawn`` (its call too, at cost 0).
-An answer that comes after that, or from a person beyond the k wanted, is ``late``: paid at
+An answer that comes after that, while the task has fewer than k labels, is ``late``: paid at
 the label price when the budget has room (it refills a withdrawn slot, else gets a slot and
-a call of its own), otherwise ``late-unpaid`` (recorded, cost 0, not used).
+a call of its own), otherwise ``late-unpaid`` (recorded, cost 0, not used). A task never
+pays more than its k labels: an answer beyond them (from a person beyond the k wanted) is
+``extra``: recorded with its author, cost 0, not used.
 
 Every method is one committed transaction of the :class:`~quorum.live.ledger.Ledger`.
 """
@@ -25,6 +27,8 @@ SLOT_COLUMNS = ["request_key", "slot", "item_id", "call_id", "status", "person",
                 "raw", "line", "answered_at"]  # fmt: skip
 #: slot statuses whose label counts (is paid and used)
 COUNTED = ("answered", "late")
+#: a label beyond the k a task wants (``humans.labels_per_item``): recorded, never paid
+EXTRA = "extra"
 
 
 class HumanBook:
@@ -215,3 +219,39 @@ class HumanBook:
             "SELECT person, labels, checked, gold, gold_correct, agreement, accuracy, weight "
             "FROM human_reliability ORDER BY person"
         )
+
+
+def reliability_evidence(team: pd.DataFrame, labels_per_item: int, min_gold: int) -> dict:
+    """How much the human team's reliabilities rest on, and whether they can be trusted.
+
+    An accuracy checked against gold (control items: the items file's gold column) is
+    evidence about that person alone. Agreement is not, with two labels per item: when
+    two people disagree, nothing says which one is wrong, and the estimate then depends on
+    the prior and on who happened to share items. So the estimate is called dependable
+    when every person has at least ``min_gold`` labels on control items, or, without
+    control items, with at least three labels per item and ``min_gold`` checked labels each.
+    """
+    people = [] if team is None or team.empty else team.to_dict("records")
+    gold = {str(p["person"] or "?"): int(p["gold"] or 0) for p in people}
+    checked = {str(p["person"] or "?"): int(p["checked"] or 0) for p in people}
+    if not people:
+        ok, why = False, "no human label can be checked yet"
+    elif min(gold.values()) >= min_gold:
+        ok, why = True, f"every person has at least {min_gold} labels on control (gold) items"
+    elif labels_per_item >= 3 and min(checked.values()) >= min_gold:
+        ok, why = (
+            True,
+            (f"{labels_per_item} labels per item and at least {min_gold} checked labels each"),
+        )
+    else:
+        few = sorted(p for p, g in gold.items() if g < min_gold)
+        ok, why = (
+            False,
+            (
+                f"{', '.join(few)} {'has' if len(few) == 1 else 'have'} fewer than {min_gold} "
+                f"labels on control (gold) items and with {labels_per_item} label(s) per item "
+                "agreement alone cannot tell who is wrong when two people disagree; add control "
+                "items (known labels in items.gold_column) to check each person"
+            ),
+        )
+    return {"dependable": ok, "why": why, "gold_labels": gold, "checked_labels": checked}

@@ -25,7 +25,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
-from quorum.live.prompts import ItemView
+from quorum.live.prompts import ItemView, PromptBuilder
+from quorum.routing.budget import from_units, to_units
 
 log = logging.getLogger("quorum.live")
 
@@ -210,3 +211,25 @@ class FileHumanQueue(HumanQueue):
         self._stamp = stamp
         self._rows = rows
         return list(rows)
+
+
+@dataclass
+class HumanArm:
+    """The human annotator: a name, the price of one label, the queue behind it, and the
+    team's rules (labels per item, timeout, reliability prior, quality for the router)."""
+
+    name: str
+    price: float
+    queue: HumanQueue
+    builder: PromptBuilder
+    labels_per_item: int = 1
+    timeout: float | None = None
+    prior_accuracy: float = 0.8
+    prior_strength: float = 4.0
+    arm_quality: str | float = "auto"
+    min_evidence: int = 10
+
+    @property
+    def task_price(self) -> float:
+        """What one human task may cost: a label from each of ``labels_per_item`` people."""
+        return from_units(to_units(self.price) * self.labels_per_item)

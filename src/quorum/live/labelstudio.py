@@ -44,6 +44,9 @@ log = logging.getLogger("quorum.live")
 #: data keys QUORUM adds to every task (besides ``text``, ``instructions``, ``options``)
 ITEM_KEY = "quorum_item_id"
 PRIORITY_KEY = "quorum_priority"
+#: data columns the annotators' task list hides (bookkeeping, or shown on the page anyway)
+HIDDEN_COLUMNS = (ITEM_KEY, PRIORITY_KEY, "options", "instructions")
+TASK_LIST_TITLE = "Tasks (QUORUM)"
 FROM_LABEL = "label"
 FROM_SUMMARY = "summary"
 # Label Studio reads ``$name`` in a choice's value as a reference to task data; a word
@@ -305,6 +308,7 @@ class LabelStudioHumanQueue(HumanQueue):
         self._priority = 0
         self._listed = False
         self._seen: frozenset | None = None  # what the last poll read (see wait)
+        self._down_since: float | None = None  # when the server stopped answering
 
     def __repr__(self) -> str:
         return f"LabelStudioHumanQueue(url={self.client.url!r}, project={self.title!r})"
@@ -352,6 +356,8 @@ class LabelStudioHumanQueue(HumanQueue):
             for p in res.get("results", []):
                 if p.get("title") == self.title:
                     self._check_config(p)
+                    if self.create:
+                        self._task_list(int(p["id"]))
                     return int(p["id"])
             if not res.get("next"):
                 break
@@ -370,7 +376,23 @@ class LabelStudioHumanQueue(HumanQueue):
         p = self.client.request("POST", "/api/projects/", json=body)
         log.info("Label Studio: created project %r (id %s) at %s", self.title, p["id"],
                  self.client.url)  # fmt: skip
+        self._task_list(int(p["id"]))
         return int(p["id"])
+
+    def _task_list(self, pid: int) -> None:
+        """The project's task list (a Data Manager tab every member sees) shows people the
+        item text and what they need, not QUORUM's bookkeeping (:data:`HIDDEN_COLUMNS`)."""
+        try:
+            views = self.client.request("GET", "/api/dm/views/", params={"project": pid}) or []
+            if any((v.get("data") or {}).get("title") == TASK_LIST_TITLE for v in views):
+                return
+            hidden = [f"tasks:data.{c}" for c in HIDDEN_COLUMNS]
+            data = {"title": TASK_LIST_TITLE, "hiddenColumns": {"explore": hidden,
+                                                                "labeling": hidden}}  # fmt: skip
+            self.client.request("POST", "/api/dm/views/", json={"project": pid, "data": data})
+        except LabelStudioError as exc:
+            log.warning("Label Studio: could not set up the task list of project %s (%s); "
+                        "people see every data column", pid, exc)  # fmt: skip
 
     def _check_config(self, p: dict[str, Any]) -> None:
         want = label_config(self.task_type, self.instructions)
@@ -533,8 +555,10 @@ class LabelStudioHumanQueue(HumanQueue):
         try:
             got = self._read_answers()
         except LabelStudioError as exc:
-            log.warning("Label Studio: could not read answers (%s); using the last ones", exc)
+            if self._down_since is None:
+                log.warning("Label Studio: could not read answers (%s); using the last ones", exc)
         else:
+            self._up()
             self._merge(got)
             self._seen = _signature(got)
         return sorted(
@@ -555,10 +579,29 @@ class LabelStudioHumanQueue(HumanQueue):
             try:
                 now = _signature(self._read_answers(count=False))
             except LabelStudioError as exc:
-                log.debug("Label Studio: cannot read answers while waiting (%s)", exc)
+                self._down(exc)
                 continue
+            self._up()
             if now != self._seen:
                 return True
+
+    def _down(self, exc: Exception) -> None:
+        """Say once per outage that the server does not answer (the wait goes on)."""
+        if self._down_since is None:
+            self._down_since = time.monotonic()
+            log.warning(
+                "Label Studio at %s does not answer (%s); still waiting: the time counts "
+                "against --wait, nothing is lost (answers are read when it is back)",
+                self.client.url, exc,
+            )  # fmt: skip
+
+    def _up(self) -> None:
+        if self._down_since is not None:
+            log.warning(
+                "Label Studio at %s answers again after %.0f s", self.client.url,
+                time.monotonic() - self._down_since,
+            )  # fmt: skip
+            self._down_since = None
 
     def _read_answers(self, count: bool = True) -> list[LabelStudioAnswer]:
         """Every submitted answer the project holds now (``count``: note each pushed task's

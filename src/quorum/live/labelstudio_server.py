@@ -288,9 +288,13 @@ class LabelStudioServer:
 
     # -- users ------------------------------------------------------------------
     def create_users(
-        self, emails: list[str], passwords: list[str] | None = None
+        self, emails: list[str], passwords: list[str] | None = None, url: str | None = None
     ) -> list[LabelStudioUser]:
-        """Add annotators to the organization, each with a password and API tokens."""
+        """Add annotators to the organization, each with a password and API tokens.
+
+        Works on the data folder, with the server running or not (this object's own server,
+        or one started by ``label-studio start --data-dir DIR``, given by ``url``); with a
+        running server, each personal access token is checked against it."""
         pw = passwords or [secrets.token_urlsafe(12) for _ in emails]
         specs = [{"email": e, "password": p} for e, p in zip(emails, pw, strict=True)]
         res = subprocess.run(
@@ -311,14 +315,44 @@ class LabelStudioServer:
             LabelStudioUser(m["email"], p, m["id"], m["token"], m["pat"])
             for m, p in zip(made, pw, strict=True)
         ]
-        if self.proc is not None and self.proc.poll() is None:
+        if url is None and self.proc is not None and self.proc.poll() is None:
+            url = self.url
+        if url is not None:
             for u in users:  # a token the server refuses is caught here, not in a test
-                r = httpx.post(
-                    f"{self.url}/api/token/refresh/", json={"refresh": u.pat}, timeout=30
-                )
+                try:
+                    r = httpx.post(
+                        f"{url.rstrip('/')}/api/token/refresh/", json={"refresh": u.pat},
+                        timeout=30,
+                    )  # fmt: skip
+                except httpx.HTTPError as exc:
+                    raise QuorumError(
+                        f"the users were created, but Label Studio at {url} cannot be reached "
+                        f"to check their tokens ({type(exc).__name__})"
+                    ) from None
                 if r.status_code != 200:
                     raise QuorumError(
                         f"Label Studio refused the new personal access token of {u.email} "
-                        f"(HTTP {r.status_code}); see {self.log_path}"
+                        f"(HTTP {r.status_code}): is {url} the server of {self.data_dir}? "
+                        f"(its SECRET_KEY is read from {self.data_dir / '.env'}); see "
+                        f"{self.log_path}"
                     )
         return users
+
+
+def create_users(
+    data_dir: str | Path,
+    emails: list[str],
+    *,
+    url: str | None = None,
+    executable: str | Path | None = None,
+) -> list[LabelStudioUser]:
+    """Annotator accounts (random passwords, a legacy token and a personal access token
+    each) on the Label Studio whose data folder is ``data_dir``, e.g. one started with
+    ``label-studio start --data-dir DIR``; ``url``: that server, to check the tokens."""
+    folder = Path(data_dir).expanduser()
+    if not (folder / "label_studio.sqlite3").is_file():
+        raise QuorumError(
+            f"no Label Studio database in {folder} (label_studio.sqlite3): give the folder "
+            "the server was started with (label-studio start --data-dir DIR)"
+        )
+    return LabelStudioServer(folder, executable=executable).create_users(emails, url=url)

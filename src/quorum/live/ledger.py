@@ -84,6 +84,7 @@ CREATE TABLE IF NOT EXISTS human_labels (
     person TEXT, label TEXT, raw TEXT, line INTEGER, answered_at REAL,
     PRIMARY KEY (request_key, slot)
 );
+CREATE TABLE IF NOT EXISTS given_calls (call_id INTEGER PRIMARY KEY, at REAL);
 CREATE TABLE IF NOT EXISTS human_reliability (
     person TEXT PRIMARY KEY, labels INTEGER, checked INTEGER, gold INTEGER,
     gold_correct INTEGER, agreement REAL, accuracy REAL, weight REAL, fitted_at REAL
@@ -125,6 +126,29 @@ def money_str(units: int) -> str:
 DONE = ("ok", "unparseable")
 
 
+def _open_readonly(path: Path) -> sqlite3.Connection:
+    """A query-only connection that also works where the ledger's folder (or file) cannot be
+    written: SQLite then cannot create the WAL index (``-shm``) a normal reader needs, so
+    the file is opened as immutable (nothing can be writing it: no ``annotate`` can run
+    there). Any other failure is one :class:`QuorumError` line."""
+    uri = path.resolve().as_uri()
+    last: Exception | None = None
+    for query in ("?mode=ro", "?mode=ro&immutable=1"):
+        try:
+            conn = sqlite3.connect(
+                uri + query, uri=True, check_same_thread=False, timeout=30, isolation_level=None
+            )
+            conn.execute("PRAGMA query_only=ON")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.Error as exc:
+            last = exc
+    raise QuorumError(
+        f"cannot read the ledger {path}: {last} (check that the file and its folder can be "
+        "read; a copy of the folder can be read anywhere)"
+    )
+
+
 class LedgerLockedError(QuorumError):
     """Another process is running this project."""
 
@@ -138,10 +162,7 @@ class Ledger:
         if readonly:
             if not self.path.is_file():
                 raise QuorumError(f"no ledger at {self.path}: run `quorum annotate` first")
-            self.conn = sqlite3.connect(
-                str(self.path), check_same_thread=False, timeout=30, isolation_level=None
-            )
-            self.conn.execute("PRAGMA query_only=ON")
+            self.conn = _open_readonly(self.path)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(
@@ -339,6 +360,26 @@ class Ledger:
             c.executemany(
                 "UPDATE human_queue SET given=1 WHERE request_key=?", [(k,) for k in keys]
             )
+
+    def give_calls(self, call_ids: list[int]) -> None:
+        """Paid machine answers no complete pass asked for: hand them to the next passes
+        (their cost is charged to the router's budget before it plans)."""
+        now = time.time()
+        with self.tx() as c:
+            c.executemany(
+                "INSERT OR IGNORE INTO given_calls VALUES (?, ?)", [(int(i), now) for i in call_ids]
+            )
+
+    def given_calls(self) -> pd.DataFrame:
+        """The machine calls handed to the router (see :meth:`give_calls`), oldest first."""
+        if not self.query("SELECT 1 FROM sqlite_master WHERE name='given_calls'"):
+            return pd.DataFrame(columns=["call_id", "item_id", "annotator", "status", "output",
+                                         "cost", "response_raw"])  # fmt: skip
+        return self.frame(
+            "SELECT c.call_id, c.item_id, c.annotator, c.status, c.output, c.cost, "
+            "c.response_raw FROM given_calls g JOIN calls c ON c.call_id = g.call_id "
+            "ORDER BY c.call_id"
+        )
 
     def note_once(self, key: str, message: str) -> bool:
         """Record a message about the project's input; False if it was recorded before."""

@@ -45,6 +45,9 @@ class Plan:
     seconds_per_label: float
     llm_accuracy: float
     prices: dict[str, float] = field(default_factory=dict)
+    #: per LLM: what is sent besides its prompt, and its first item's prompt as sent
+    prompt_added: dict[str, str] = field(default_factory=dict)
+    prompt_sent: dict[str, str] = field(default_factory=dict)
 
     @property
     def human_hours(self) -> float:
@@ -66,6 +69,13 @@ class Plan:
             f"confidence calls: {self.confidence_calls}",
             f"human labels: {self.human_labels} ({self.human_tasks} item(s)); human time: "
             f"{self.human_hours:.2f} h at {self.seconds_per_label:g} s per label",
+            "these counts assume every LLM answer can be read as a label: try a few items "
+            "first (items.limit) and look at the unparsed column of `quorum status`",
+            *[
+                f"prompt of {name} (added to it: {self.prompt_added[name]}); the first item's "
+                f"prompt as sent:\n{sent}"
+                for name, sent in self.prompt_sent.items()
+            ],
         ]
 
 
@@ -157,12 +167,19 @@ def plan(cfg: ProjectConfig, llm_accuracy: float = 0.8, features: str | None = N
     items = load_items(cfg)
     views = item_views(items)
     specs, conf = [], {}
+    added: dict[str, str] = {}
+    sent: dict[str, str] = {}
     max_tok = DEFAULT_MAX_TOKENS[cfg.task.type.value]
     with _placeholder_keys(cfg):
         for a in cfg.annotators:
             if a.kind == "llm":
-                arm = LLMAnnotator(a, make_builder(cfg, a), views, Redactor(), max_tok)
+                builder = make_builder(cfg, a)
+                arm = LLMAnnotator(a, builder, views, Redactor(), max_tok)
                 price, cprice = arm.price(), arm.confidence_price()
+                added[a.name] = builder.added()
+                if views:
+                    msgs = builder.annotation_messages(views[0])
+                    sent[a.name] = "\n".join(f"[{m['role']}] {m['content']}" for m in msgs)
             else:
                 k = cfg.humans.labels_per_item if a.kind == "human" else 1
                 price = float(a.price or 0.0) * k
@@ -212,4 +229,6 @@ def plan(cfg: ProjectConfig, llm_accuracy: float = 0.8, features: str | None = N
         seconds_per_label=cfg.humans.seconds_per_label,
         llm_accuracy=llm_accuracy,
         prices={**{s.name: s.price for s in machines}, human: human_price},
+        prompt_added=added,
+        prompt_sent=sent,
     )

@@ -40,6 +40,7 @@ def make_builder(cfg: ProjectConfig, a: AnnotatorConfig | None = None) -> Prompt
             a.confidence_prompt if a else None, "confidence", cfg.root, f"{name} confidence"
         ),
         a.system_prompt if a else None,
+        t.instructions_in_prompt,
     )
 
 

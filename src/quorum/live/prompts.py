@@ -3,8 +3,14 @@
 Templates are plain text with ``{placeholder}`` fields (``{{`` and ``}}`` for literal
 braces). Fields: ``text``, ``labels`` (label names as a list), ``indices`` (their indices),
 ``choices`` (numbered answer options), ``instructions``, ``prediction`` and ``task_verb``
-(confidence prompt only). If the task has instructions and a template does not use
-``{instructions}``, they are put before the prompt.
+(confidence prompt only).
+
+The prompt sent is the prompt written. The task's ``instructions`` (the header people see)
+go where a template has ``{instructions}``; besides, ``task.instructions_in_prompt`` says
+whether they are put before a template that does not place them: ``auto`` (the default)
+puts them before the bundled default templates only, never before a prompt the user wrote;
+``always`` before every such template; ``never`` nowhere. :meth:`PromptBuilder.added` says
+in words what is added, for ``quorum plan``.
 """
 
 from __future__ import annotations
@@ -30,8 +36,11 @@ def default_template(name: str) -> str:
 
 @dataclass(frozen=True)
 class PromptTemplate:
+    """A template; ``bundled``: one of QUORUM's defaults (not written by the user)."""
+
     text: str
     name: str = "prompt"
+    bundled: bool = False
 
     def __post_init__(self) -> None:
         try:
@@ -58,7 +67,7 @@ class PromptTemplate:
         """``value`` is inline template text (it has ``{text}``) or a path to a template
         file (any name); None: the default."""
         if value is None:
-            return cls(default_template(default), name=f"{name} (default {default})")
+            return cls(default_template(default), name=f"{name} (default {default})", bundled=True)
         p = Path(value).expanduser()
         p = p if p.is_absolute() else root / p
         if "{" not in value and "\n" not in value:
@@ -95,6 +104,7 @@ class PromptBuilder:
         template: PromptTemplate,
         confidence_template: PromptTemplate,
         system_prompt: str | None = None,
+        instructions_in_prompt: str = "auto",
     ) -> None:
         self.task_type = task_type
         self.labels = list(labels or [])
@@ -103,6 +113,37 @@ class PromptBuilder:
         self.template = template
         self.confidence_template = confidence_template
         self.system_prompt = system_prompt
+        if instructions_in_prompt not in ("auto", "always", "never"):
+            raise ConfigError(
+                f"instructions_in_prompt must be auto, always or never, got "
+                f"{instructions_in_prompt!r}"
+            )
+        self.instructions_in_prompt = instructions_in_prompt
+
+    def prepends(self, tmpl: PromptTemplate) -> bool:
+        """Whether the instructions are put before ``tmpl`` (see the module docstring)."""
+        if not self.instructions or "instructions" in tmpl.fields:
+            return False
+        mode = self.instructions_in_prompt
+        return mode == "always" or (mode == "auto" and tmpl.bundled)
+
+    def added(self, tmpl: PromptTemplate | None = None) -> str:
+        """What is sent besides the template's own text, in words."""
+        tmpl = tmpl or self.template
+        parts = []
+        if self.system_prompt:
+            parts.append("a system message (system_prompt)")
+        if self.prepends(tmpl):
+            parts.append("task.instructions and a blank line before the prompt")
+        elif self.instructions and "instructions" in tmpl.fields:
+            parts.append("task.instructions where the prompt has {instructions}")
+        what = "; ".join(parts) if parts else "nothing"
+        if self.instructions and not self.prepends(tmpl) and "instructions" not in tmpl.fields:
+            what += (
+                " (task.instructions are not sent: put {instructions} in the prompt, or set "
+                "task.instructions_in_prompt = 'always')"
+            )
+        return what
 
     def display_labels(self) -> list[str]:
         return [self.label_names.get(lab, lab) for lab in self.labels]
@@ -128,7 +169,7 @@ class PromptBuilder:
 
     def _messages(self, tmpl: PromptTemplate, values: dict[str, str]) -> list[dict[str, str]]:
         body = tmpl.render(**values)
-        if self.instructions and "instructions" not in tmpl.fields:
+        if self.prepends(tmpl):
             body = f"{self.instructions}\n\n{body}"
         msgs = []
         if self.system_prompt:

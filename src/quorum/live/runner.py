@@ -22,9 +22,11 @@ import pandas as pd
 from quorum.data.writer import jsonable
 from quorum.errors import ConfigError
 from quorum.live.agreement import agreement_summary
+from quorum.live.answer_health import unparseable_warnings
 from quorum.live.calls import Redactor
 from quorum.live.config import ProjectConfig
-from quorum.live.human_book import HumanBook
+from quorum.live.definition import check_definition
+from quorum.live.human_book import HumanBook, reliability_evidence
 from quorum.live.items import item_views, load_items
 from quorum.live.ledger import Ledger, money_str
 from quorum.live.problem import build_arms, build_problem, build_task, make_parser
@@ -179,6 +181,7 @@ def annotate(
         arms, human = build_arms(cfg, items, views, redactor)
         check_budget(cfg, arms)
         task = build_task(cfg, arms, human)
+        check_definition(cfg, ledger)  # labels or prices changed since the answers: refuse
         problem = build_problem(cfg, task, items, cfg.ledger_path.parent / "features")
         config_json = json.dumps(cfg.model_dump(mode="json"), sort_keys=True)
         run_id = ledger.start_run(
@@ -216,6 +219,7 @@ def annotate(
             budget = Budget(cfg.budget.limit, human_limit=cfg.budget.human_limit)
             if cfg.budget.charge_interrupted and interrupted_total > 0:
                 budget.charge(min(interrupted_total, budget.remaining))
+            source.skip_unpaid = True  # a planned call the ledger cannot pay: not made
             router = make_method(cfg.method, _with_human_quality(cfg, source))
             result = router.route(problem, source, budget, seed=cfg.seed)
             ledger.write_result(run_id, passes, result.annotations, result.labels, result.trace)
@@ -235,12 +239,22 @@ def annotate(
                 continue
             # a complete pass: tasks it did not ask for are used (answered) or freed (pending)
             n_given, n_withdrawn = _settle_orphans(source, ledger)
+            n_calls = _give_paid_calls(source, ledger)
             given += n_given
             withdrawn += n_withdrawn
-            if not (n_given or n_withdrawn) or settle >= MAX_SETTLE_PASSES:
+            if not (n_given or n_withdrawn or n_calls) or settle >= MAX_SETTLE_PASSES:
+                if source.not_made:
+                    log.warning(
+                        "%d call(s) the router planned were not made: the ledger's money is "
+                        "spent (calls cut off by a stop count as possibly billed; set "
+                        "budget.charge_interrupted = true to let the router plan with that)",
+                        source.not_made,
+                    )
                 break
             settle += 1
         progress.stop()
+        for warning in unparseable_warnings(ledger):
+            log.warning("%s", warning)
         summary = _summary(ledger, run_id, passes, result, source, n_int, human)
         summary.answers_came, summary.given, summary.withdrawn = came, given, withdrawn
         ledger.finish_run(run_id, summary.status, passes, summary.as_dict())
@@ -322,15 +336,52 @@ def _wait_for(source: LiveSource, ledger: Ledger, deadline: float) -> tuple[int,
         now = sum(_all_resolved(ledger, {k: v}) for k, v in keys.items())
         if now > answered:
             answered = now
-            log.info("%d of %d human answer(s) came", answered - first, n - first)
+            log.info("human tasks waited for: %s (of %d)", _came(ledger, keys), n)
     if answered < n:
         log.info(
-            "time is up: %d of %d human answer(s) came; run again (or with a longer --wait) "
-            "to go on",
-            answered - first,
-            n - first,
+            "time is up: human tasks waited for: %s (of %d); run again (or with a longer "
+            "--wait) to go on",
+            _came(ledger, keys),
+            n,
         )
     return answered - first, answered == n
+
+
+def _came(ledger: Ledger, keys: dict[str, str]) -> str:
+    """How the tasks ``keys`` were resolved, in words: answered ones and expired ones."""
+    st = [t["status"] if (t := ledger.human_task(k)) is not None else None for k in keys]
+    got, gone = st.count("answered"), st.count("expired")
+    parts = [f"{got} answered"] + ([f"{gone} withdrawn unanswered (timeout)"] if gone else [])
+    return ", ".join(parts)
+
+
+def _give_paid_calls(source: LiveSource, ledger: Ledger) -> int:
+    """After a complete pass that planned calls the ledger could not pay (its money went to
+    answers this pass did not reuse: an earlier pass's, whose path the human answers since
+    changed, or an earlier configuration's): every paid machine answer is handed to the
+    router as a prior outcome, its cost charged to the router's budget before it plans, so
+    the next pass plans only the money that is left and still uses every paid answer.
+    Returns how many were handed over (0 when the pass planned nothing it could not pay)."""
+    if not source.not_made:
+        return 0
+    machines = [n for n, a in source.annotators.items() if a.kind != "human"]
+    calls = ledger.frame(
+        "SELECT call_id, item_id, annotator FROM calls WHERE kind='annotate' AND status IN "
+        "('ok','unparseable') AND call_id NOT IN (SELECT call_id FROM given_calls) "
+        "ORDER BY call_id"
+    )
+    calls = calls[calls["annotator"].isin(machines) & calls["item_id"].isin(list(source.items))]
+    new = calls.drop_duplicates(["item_id", "annotator"], keep="last")["call_id"].tolist()
+    if new:
+        ledger.give_calls([int(c) for c in new])
+        log.info(
+            "the router planned %d call(s) the ledger had no money left for (it went to "
+            "answers this pass did not reuse); %d paid machine answer(s) are given to the "
+            "router (their cost charged to its budget before it plans); routing again",
+            source.not_made,
+            len(new),
+        )
+    return len(new)
 
 
 def _settle_orphans(source: LiveSource, ledger: Ledger) -> tuple[int, int]:
@@ -522,6 +573,7 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         tasks = ledger.human_tasks()
         team = HumanBook(ledger).reliability_frame()
         slots = HumanBook(ledger).labels()
+        warnings = unparseable_warnings(ledger)
         runs = int(ledger.query("SELECT count(*) FROM runs")[0][0])
         links = _human_links(cfg, tasks.loc[tasks["status"] == "pending", "item_id"].tolist())
         agreement = agreement_summary(ledger, cfg.task.labels)
@@ -555,6 +607,10 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
             for r in team.to_dict("records")
         ],
         "human_quality": _float(meta.get("human_quality")),
+        "human_evidence": reliability_evidence(
+            team, cfg.humans.labels_per_item, cfg.humans.min_evidence
+        ),
+        "warnings": warnings,
         "per_annotator": per,
         "runs": runs,
         "last_run": dict(last) if last is not None else None,
@@ -609,7 +665,9 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
     answered = {r["item_id"]: r for r in tasks[tasks["status"] == "answered"].to_dict("records")}
     cost_u = dict(zip(cost["item_id"], cost["u"], strict=True))
     given: dict[str, list[dict[str, Any]]] = {}
-    for r in slots[slots["status"].isin(("answered", "late", "late-unpaid"))].to_dict("records"):
+    for r in slots[slots["status"].isin(("answered", "late", "late-unpaid", "extra"))].to_dict(
+        "records"
+    ):
         given.setdefault(r["item_id"], []).append(
             {"by": r["person"], "label": r["label"], "status": r["status"]}
         )

@@ -30,10 +30,10 @@ from quorum.data.schema import TaskType
 from quorum.live.calls import Annotator, Redactor, Request, Response, request_key
 from quorum.live.collector import AnswerCollector, Collected
 from quorum.live.human_book import HumanBook
-from quorum.live.humans import HumanQueue, HumanTask, match_label
+from quorum.live.humans import HumanArm, HumanTask, match_label
 from quorum.live.ledger import Ledger
 from quorum.live.parsing import LabelParser, Parsed, parse_confidence, parse_summary
-from quorum.live.prompts import ItemView, PromptBuilder
+from quorum.live.prompts import ItemView
 from quorum.routing.base import Outcome
 from quorum.routing.budget import from_units, to_units
 
@@ -78,30 +78,10 @@ def shared_loop() -> LoopThread:
         return _SHARED
 
 
-@dataclass
-class HumanArm:
-    """The human annotator: a name, the price of one label, the queue behind it, and the
-    team's rules (labels per item, timeout, reliability prior, quality for the router)."""
-
-    name: str
-    price: float
-    queue: HumanQueue
-    builder: PromptBuilder
-    labels_per_item: int = 1
-    timeout: float | None = None
-    prior_accuracy: float = 0.8
-    prior_strength: float = 4.0
-    arm_quality: str | float = "auto"
-    min_evidence: int = 10
-
-    @property
-    def task_price(self) -> float:
-        """What one human task may cost: a label from each of ``labels_per_item`` people."""
-        return from_units(to_units(self.price) * self.labels_per_item)
-
-
 #: the raw text of an outcome the source did not produce because the pass is frozen
 DEFERRED = "deferred: the routing pass waits for human answers"
+#: ... and of a call the router planned that the ledger has no money left for
+NOT_MADE = "not made: the project budget is spent (see the ledger)"
 
 
 @dataclass
@@ -171,6 +151,12 @@ class LiveSource:
         self._emb: dict[str, np.ndarray] = {}
         self._sem: asyncio.Semaphore | None = None
         self._guard_warned = False
+        #: a call the router planned that the ledger has no money left for (spent on calls
+        #: this pass does not reuse: an earlier pass's, a killed run's) is not made and not
+        #: written, only counted in ``not_made`` (False: written as a refused call); the
+        #: runner then hands the paid machine answers to the router as prior outcomes
+        self.skip_unpaid = False
+        self.not_made = 0
         self._loop = shared_loop()
         #: known labels of control items (the items file's gold column), to check people
         self.gold = {k: v for k, v in (gold or {}).items() if isinstance(v, str)}
@@ -220,6 +206,7 @@ class LiveSource:
     def begin_pass(self) -> None:
         """A new routing pass: nothing frozen, nothing asked yet, money from the ledger."""
         self.frozen = False
+        self.not_made = 0
         self.blocking = {}
         self.asked_human = {}
         self._sync_money()
@@ -230,14 +217,23 @@ class LiveSource:
         self.stats.committed = from_units(self._committed_u)
 
     def prior_outcomes(self) -> list[Outcome]:
-        """Human answers the router gets before it starts (answers to tasks an earlier pass
-        sent that no later complete pass asked for): used as labels and rewards, never
-        asked or paid again (see :class:`~quorum.routing.recorder.CallRecorder`)."""
+        """Answers the router gets before it starts, charged to its budget: machine answers
+        and human answers to tasks an earlier pass paid for that no later complete pass
+        asked for; used as labels and rewards, never asked or paid again (see
+        :class:`~quorum.routing.recorder.CallRecorder`). So the router never plans the money
+        the ledger spent on them."""
+        out = []
+        calls = self.ledger.given_calls()
+        for r in calls.to_dict("records"):
+            if r["item_id"] in self.items and r["annotator"] in self.annotators:
+                ok = r["status"] == "ok"
+                out.append(Outcome(r["item_id"], r["annotator"], r["output"] if ok else None,
+                                   float(r["cost"] or 0.0), status="ok" if ok else "unparseable",
+                                   raw=r["response_raw"]))  # fmt: skip
         if self.human is None:
-            return []
+            return out
         tasks = self.ledger.human_tasks("answered")
         tasks = tasks[(tasks["given"] == 1) & tasks["item_id"].isin(list(self.items))]
-        out = []
         for r in tasks.to_dict("records"):
             cost = self._task_cost(r["request_key"])
             out.append(Outcome(r["item_id"], self.human.name, r["label"], cost, raw=r["raw"]))
@@ -269,16 +265,17 @@ class LiveSource:
         cap = to_units(self.human.task_price)
         return from_units(min(self.book.cost_units(key), cap))
 
-    def _room(self, units: int) -> bool:
+    # -- the public face the answer collector uses (quorum.live.collector.AnswerSink) --
+    def room(self, units: int) -> bool:
         """Whether the budget has ``units`` left beside what is paid, held and reserved."""
         return self._committed_u + self._held_u + units <= self.limit_u
 
-    def _commit(self, units: int) -> None:
+    def commit(self, units: int) -> None:
         self._committed_u += units
         self.stats.committed = from_units(self._committed_u)
 
-    def _late_call(self, key: str, item_id: str, slot: int, label: str, raw: str,
-                   price: float) -> int:  # fmt: skip
+    def late_call(self, key: str, item_id: str, slot: int, label: str, raw: str,
+                  price: float) -> int:  # fmt: skip
         """The paid call row of a late answer that has no slot of its own yet."""
         assert self.human is not None
         return self.ledger.start_call(
@@ -288,12 +285,12 @@ class LiveSource:
             cost_source="human price (late answer)",
         )  # fmt: skip
 
-    def _resubmit(self, key: str, item_id: str) -> None:
+    def resubmit(self, key: str, item_id: str) -> None:
         """Show a task again with who answered it so far (it still wants labels)."""
         if self.human is not None and item_id in self.items:
             self.human.queue.submit([self._human_task(self.items[item_id], key)])
 
-    def _match(self, item: ItemView, raw: str) -> str | None:
+    def match(self, item: ItemView, raw: str) -> str | None:
         if self.task_type is TaskType.summarization:
             return raw.strip() or None
         b = self.human.builder if self.human is not None else None
@@ -301,7 +298,7 @@ class LiveSource:
             return None
         return match_label(raw, b.labels, b.label_names, b.options(item))
 
-    def _label_help(self, item: ItemView) -> str:
+    def label_help(self, item: ItemView) -> str:
         assert self.human is not None
         b = self.human.builder
         opts = b.options(item)
@@ -309,7 +306,7 @@ class LiveSource:
         shown = sorted(set(b.labels) | set(names) | set(opts), key=str)
         return f"use one of {shown} or an index 0..{min(len(opts), len(b.labels)) - 1}"
 
-    def _report(self, key: tuple, msg: str, *args: Any) -> None:
+    def report(self, key: tuple, msg: str, *args: Any) -> None:
         """Log a problem with the answers once per project (remembered in the ledger)."""
         if key in self._reported:
             return
@@ -410,6 +407,8 @@ class LiveSource:
         if not ann.available:
             return self._refuse(ann, req, f"endpoint declared dead: {ann.health.reason}")
         if not self._hold(req.reserved):
+            if self.skip_unpaid:
+                return self._overplanned(req.item_id, req.annotator)
             return self._refuse(
                 ann,
                 req,
@@ -518,6 +517,15 @@ class LiveSource:
         self._event(out)
         return out
 
+    def _overplanned(self, item_id: str, annotator: str) -> Outcome:
+        """A call the router planned that the ledger has no money left for (it went to
+        calls this pass does not reuse): not made, not written; counted in ``not_made``,
+        after the pass the runner hands those calls to the router and routes again."""
+        self.not_made += 1
+        out = Outcome(item_id, annotator, None, 0.0, status="failed", raw=NOT_MADE)
+        self._event(out)
+        return out
+
     def _from_row(self, req: Request, row: Any, cached: bool) -> Outcome:
         status = row["status"]
         out = Outcome(
@@ -577,6 +585,8 @@ class LiveSource:
             return Outcome(item.item_id, h.name, None, 0.0, status="pending", raw=DEFERRED)
         if status is None or status == "withdrawn":
             if not self._hold(h.task_price):
+                if self.skip_unpaid:
+                    return self._overplanned(item.item_id, h.name)
                 return Outcome(
                     item.item_id, h.name, None, 0.0, status="failed", raw="project budget reached"
                 )
