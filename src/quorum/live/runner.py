@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from quorum.data.io import jsonable
@@ -32,6 +33,7 @@ from quorum.live.source import LiveSource, LiveStats
 from quorum.progress import ProgressBar
 from quorum.routing.base import Outcome, Router, RoutingResult
 from quorum.routing.budget import Budget, from_units, to_units
+from quorum.routing.fallback import fill_unlabelled, item_space
 
 log = logging.getLogger("quorum.live")
 
@@ -138,6 +140,10 @@ class RunSummary:
     note: str | None = None
     #: what the router decided and why (``DECISION_KEYS`` of its ``info``), for provenance
     decisions: dict[str, Any] = field(default_factory=dict)
+    #: items the run could not label (no source could give a label), with the reason
+    unlabelled: dict[str, str] = field(default_factory=dict)
+    #: items labelled by a fallback (:func:`fill_labels`), by its name
+    filled: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -223,6 +229,7 @@ def annotate(
                 budget.charge(min(interrupted_total, budget.remaining))
             router = make_method(cfg.method, _with_human_quality(cfg, source))
             result = router.route(problem, source, budget, seed=cfg.seed)
+            result = fill_labels(result, problem, source)
             ledger.write_result(run_id, passes, result.annotations, result.labels, result.trace)
             if source.frozen:
                 source.collect_answers()  # answers that came while the pass ran
@@ -264,6 +271,47 @@ def annotate(
         if source is not None:
             source.close()
         ledger.close()
+
+
+def fill_labels(result: RoutingResult, problem: Any, source: LiveSource) -> RoutingResult:
+    """Every item the pass left without a label gets one where a source can give it
+    (:func:`~quorum.routing.fallback.fill_unlabelled`: the label model's kNN vote of the
+    human labels, else of the other items' labels), whatever the method. The labels frame
+    gains ``labelled_by`` (the fallback's name, else None: the annotators' answers),
+    ``why_unlabelled`` (an item still without a label) and ``provisional`` (the item's
+    human task is still pending). Nothing is called or paid."""
+    labels = result.labels.copy()
+    if labels.empty:
+        return result
+    ann = result.annotations
+    human = source.human.name if source.human is not None else problem.task.human
+    hum: dict[str, str] = {}
+    if len(ann) and human:
+        ok = ann[(ann["annotator"] == human) & (ann["status"] == "ok") & ann["output"].notna()]
+        hum = dict(zip(ok["item_id"].astype(str), ok["output"].astype(str), strict=True))
+    pos = {str(i): j for j, i in enumerate(problem.item_ids)}
+    rows = np.array([pos[str(i)] for i in labels["item_id"]], dtype=int)
+    space = item_space(problem.phi, problem.embeddings)[rows]
+    outs = [None if v is None or v != v else str(v) for v in labels["output"]]
+    filled = fill_unlabelled(
+        outs,
+        [hum.get(str(i)) for i in labels["item_id"]],
+        list(problem.task.labels or []),
+        space,
+    )
+    labels["output"] = filled.labels
+    labels["labelled_by"] = filled.by
+    labels["why_unlabelled"] = filled.why
+    waiting = set(source.ledger.pending_humans()["item_id"]) if source.human is not None else set()
+    labels["provisional"] = [str(i) in waiting for i in labels["item_id"]]
+    if filled.n_filled:
+        log.info(
+            "%d item(s) without a usable answer labelled by %s",
+            filled.n_filled,
+            ", ".join(sorted({b for b in filled.by if b})),
+        )
+    result.labels = labels
+    return result
 
 
 def _with_human_quality(cfg: ProjectConfig, source: LiveSource) -> dict[str, Any]:
@@ -429,9 +477,25 @@ def _summary(ledger, run_id, passes, result, source, n_int, human) -> RunSummary
     money = ledger.money_units()
     dead = [n for n, a in source.annotators.items() if not a.available]
     waiting = sorted(source.blocking.values()) if source.frozen else []
+    unlabelled: dict[str, str] = {}
+    filled: dict[str, int] = {}
+    if result is not None and "why_unlabelled" in result.labels.columns:
+        lab = result.labels
+        miss = lab[lab["output"].isna()]
+        unlabelled = {
+            str(i): str(w or "no usable answer")
+            for i, w in zip(miss["item_id"], miss["why_unlabelled"], strict=True)
+        }
+        filled = {str(k): int(v) for k, v in lab["labelled_by"].dropna().value_counts().items()}
+    if source.frozen:
+        state = "pending"
+    elif unlabelled:
+        state = "unlabelled"
+    else:
+        state = "finished"
     return RunSummary(
         run_id=run_id,
-        status="pending" if source.frozen else "finished",
+        status=state,
         passes=passes,
         n_items=len(source.items),
         labelled=labelled,
@@ -447,6 +511,8 @@ def _summary(ledger, run_id, passes, result, source, n_int, human) -> RunSummary
         arms=[n for n, a in source.annotators.items() if a.kind != "human"],
         note=None if result is None else result.info.get("note"),
         decisions={} if result is None else router_decisions(result.info),
+        unlabelled=unlabelled,
+        filled=filled,
     )
 
 
@@ -478,6 +544,22 @@ def _human_links(cfg: ProjectConfig, item_ids: list[str]) -> dict[str, str]:
 
 
 # -- status -------------------------------------------------------------------------
+#: run statuses whose labels are final (a run that ended with unlabelled items is done too:
+#: its unlabelled items are not final, the rest are)
+DONE = ("finished", "unlabelled")
+
+
+def _extra(text: str | None) -> dict[str, Any]:
+    """The ``extra`` JSON of a ledger row (empty where there is none)."""
+    if not text:
+        return {}
+    try:
+        v = json.loads(text)
+    except ValueError:
+        return {}
+    return v if isinstance(v, dict) else {}
+
+
 def _last_pass(ledger: Ledger) -> tuple[sqlite3.Row | None, int | None]:
     """The latest run that wrote labels and its last pass (finished or pending)."""
     rows = ledger.query(
@@ -517,13 +599,20 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         last = ledger.last_run()
         run, p = _last_pass(ledger)
         labelled = None
+        unlabelled: dict[str, str] = {}
+        provisional = 0
         if run is not None:
-            labelled = int(
-                ledger.query(
-                    "SELECT count(*) FROM labels WHERE run_id=? AND pass=? AND output IS NOT NULL",
-                    (run["run_id"], p),
-                )[0][0]
+            rows = ledger.query(
+                "SELECT item_id, output, extra FROM labels WHERE run_id=? AND pass=?",
+                (run["run_id"], p),
             )
+            labelled = sum(r["output"] is not None for r in rows)
+            for r in rows:
+                extra = _extra(r["extra"])
+                provisional += extra.get("provisional") is True and r["output"] is not None
+                if r["output"] is None:
+                    why = extra.get("why_unlabelled")
+                    unlabelled[r["item_id"]] = why if isinstance(why, str) else "no usable answer"
         tasks = ledger.human_tasks()
         team = HumanBook(ledger).reliability_frame()
         slots = HumanBook(ledger).labels()
@@ -542,7 +631,9 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         ),
         "items": n_items,
         "labelled": labelled,
-        "labels_final": bool(run is not None and run["status"] == "finished"),
+        "labels_final": bool(run is not None and run["status"] in DONE),
+        "unlabelled": unlabelled,
+        "provisional": provisional,
         "labels_run": None if run is None else int(run["run_id"]),
         "budget": money_str(limit_u),
         "spent": money_str(money["committed"]),
@@ -606,7 +697,7 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
     finally:
         ledger.close()
     names = cfg.task.label_names or {}
-    final = run["status"] == "finished"
+    done = run["status"] in DONE
     human_name = cfg.human
     waiting = set(tasks.loc[tasks["status"] == "pending", "item_id"])
     answered = {r["item_id"]: r for r in tasks[tasks["status"] == "answered"].to_dict("records")}
@@ -626,10 +717,14 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
         answers = {k: (None if v != v else v) for k, v in answers.items()}
         statuses = {} if ann is None else dict(zip(ann["annotator"], ann["status"], strict=True))
         out = r["output"]
+        extra = _extra(r.get("extra"))
         task = answered.get(iid)
         by = [a for a, v in answers.items() if out is not None and v == out]
-        if out is not None and not by:
+        if isinstance(extra.get("labelled_by"), str):
+            by = [extra["labelled_by"]]  # no usable answer: the fallback (fill_labels)
+        elif out is not None and not by:
             by = [LABEL_MODEL]  # no annotator gave this label: the router's label model did
+        provisional = extra.get("provisional") is True or iid in waiting
         if human_name in by and task is not None and task["answered_by"]:
             by = [f"{human_name} ({task['answered_by']})" if a == human_name else a for a in by]
         rows.append(
@@ -638,7 +733,8 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
                 "text": items["text"].get(iid),
                 "label": out,
                 "label_name": names.get(out, out) if out is not None else None,
-                "final": final,
+                "final": done and out is not None and not provisional,
+                "why_not_final": _why_not_final(done, out, provisional, extra),
                 "agreement": r["agreement"],
                 "n_annotations": r["n_annotations"],
                 "human": bool(r["human"]),
@@ -655,6 +751,18 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def _why_not_final(done: bool, out: Any, provisional: bool, extra: dict[str, Any]) -> str | None:
+    """Why an exported label is not final (None where it is)."""
+    if out is None:
+        why = extra.get("why_unlabelled")
+        return why if isinstance(why, str) else "no usable answer"
+    if provisional:
+        return "its human task waits for answers (provisional label)"
+    if not done:
+        return "the run waits for human answers (labels so far are provisional)"
+    return None
 
 
 def export(cfg: ProjectConfig, fmt: str, out: Path | None) -> Path:
