@@ -84,8 +84,8 @@ def fill_unlabelled(
     ...                     np.array([[1.0, 0.0], [0.0, 1.0], [0.1, 1.0]]), k=1)
     >>> f.labels[-1], f.by[-1]
     ('b', "neighbours' labels")
-    >>> fill_unlabelled([None, None], [None, None], ["a", "b"], np.eye(2)).why
-    ['no usable answer, no human label and no other item labelled', 'no usable answer, no human label and no other item labelled']
+    >>> fill_unlabelled([None, None], [None, None], ["a", "b"], np.eye(2)).why[0]
+    'no usable answer, no human label and no other item labelled'
     """
     labels = [str(x) for x in labels]
     out = list(outputs)
