@@ -117,6 +117,13 @@ class AnnotatorConfig(BaseModel):
         default="auto",
         description="auto: a lean HTTP client for openai/NAME at an api_base, litellm otherwise",
     )
+    output: Literal["auto", "grammar", "json_schema", "free"] = Field(
+        default="auto",
+        description="constrain answers to the options (docs/live.md): auto detects it",
+    )
+    logprobs: bool | None = Field(
+        default=None, description="logprobs over the options as confidence; None: if constrained"
+    )
     prompt: str | None = Field(default=None, description="template text or a .txt file path")
     confidence_prompt: str | None = None
     system_prompt: str | None = None

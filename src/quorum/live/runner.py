@@ -88,6 +88,14 @@ def check_budget(cfg: ProjectConfig, arms: dict[str, Any]) -> None:
         )
 
 
+def check_humans(cfg: ProjectConfig, human: Any) -> None:
+    """The human backend answers, takes the token and lets its user use the project:
+    checked before the first paid call (one clear error, issue 27)."""
+    check = getattr(getattr(human, "queue", None), "check", None)
+    if callable(check):
+        check(cfg.humans.labelstudio.token_env)
+
+
 class Progress:
     """The run's progress: the one progress bar (terminal), else a log line every ``every`` s."""
 
@@ -188,6 +196,7 @@ def annotate(
             )
         redactor = Redactor()
         arms, human = build_arms(cfg, items, views, redactor)
+        check_humans(cfg, human)
         check_budget(cfg, arms)
         task = build_task(cfg, arms, human)
         problem = build_problem(cfg, task, items, cfg.ledger_path.parent / "features")
