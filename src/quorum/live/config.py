@@ -216,6 +216,13 @@ class HumansConfig(BaseModel):
     labels_per_item: int = Field(
         default=1, ge=1, le=20, description="labels per human item, each by a different person"
     )
+    queue_depth: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000,
+        description="human tasks sent ahead and waiting at once (advised: twice the team's "
+        "size); unset or 1: a pass stops at its first unanswered task",
+    )
     timeout: float | None = Field(
         default=None,
         gt=0.0,

@@ -54,10 +54,21 @@ def make_method(name: str, params: dict[str, Any]) -> Router:
         raise ConfigError(str(exc)) from None
 
 
-def progress_line(done: int, total: int, spent: float, left: float) -> str:
-    """The one line both the progress bar and ``quorum status`` print (money exact)."""
+def progress_line(
+    done: int,
+    total: int,
+    spent: float,
+    left: float,
+    provisional: int = 0,
+    people_pending: int | None = None,
+) -> str:
+    """The one line both the progress bar and ``quorum status`` print (money exact):
+    labelled items (of which ``provisional``: their human task still waits), the people's
+    pending tasks, money."""
+    lab = f"labelled {done}/{total}" + (f" ({provisional} provisional)" if provisional else "")
+    ppl = "" if people_pending is None else f" | people: {people_pending} task(s) pending"
     return (
-        f"labelled {done}/{total} | spent ${money_str(to_units(spent))} | "
+        f"{lab}{ppl} | spent ${money_str(to_units(spent))} | "
         f"budget left ${money_str(to_units(left))}"
     )
 
@@ -88,6 +99,20 @@ def check_budget(cfg: ProjectConfig, arms: dict[str, Any]) -> None:
         )
 
 
+#: human tasks a pass may keep waiting at once where ``humans.queue_depth`` is unset: 1,
+#: a pass stops at its first unanswered task (the behaviour the existing tests and the
+#: replay-exact path assume); docs/live.md advises twice the team's size
+DEFAULT_QUEUE_DEPTH = 1
+
+
+def _queue_depth(cfg: ProjectConfig, human: Any) -> int:
+    """``humans.queue_depth``, else :data:`DEFAULT_QUEUE_DEPTH`."""
+    if human is None:
+        return 1
+    depth = getattr(cfg.humans, "queue_depth", None)
+    return int(depth) if depth else DEFAULT_QUEUE_DEPTH
+
+
 def check_humans(cfg: ProjectConfig, human: Any) -> None:
     """The human backend answers, takes the token and lets its user use the project:
     checked before the first paid call (one clear error, issue 27)."""
@@ -107,11 +132,30 @@ class Progress:
             total, "annotate", enabled=not quiet
         ).__enter__()
 
-    def update(self, _out: Outcome | None, s: LiveStats) -> None:
-        line = progress_line(len(s.items_ok), s.n_items, s.committed, s.left)
+    #: labelled items and provisional ones after the last pass, and the people's pending
+    #: tasks: a pass replays from the start, so its own count starts at zero; the line
+    #: shows the larger of the two and never goes backwards across passes (issue 27)
+    floor: int = 0
+    provisional: int = 0
+    people: int | None = None
+
+    def pass_done(self, result: RoutingResult | None, source: LiveSource) -> None:
+        """A pass ended: its labels (provisional ones marked) and the people's queue."""
+        if result is not None and len(result.labels):
+            lab = result.labels
+            self.floor = int(lab["output"].notna().sum())
+            if "provisional" in lab.columns:
+                self.provisional = int((lab["provisional"] & lab["output"].notna()).sum())
+        if source.human is not None:
+            self.people = len(source.ledger.pending_humans())
+        self.update(None, source.stats, force=True)
+
+    def update(self, _out: Outcome | None, s: LiveStats, force: bool = False) -> None:
+        done = max(self.floor, len(s.items_ok))
+        line = progress_line(done, s.n_items, s.committed, s.left, self.provisional, self.people)
         if self._bar is not None and self._bar.shown:
-            self._bar.update(line, completed=len(s.items_ok))
-        elif not self.quiet and time.monotonic() - self._last >= self.every:
+            self._bar.update(line, completed=done)
+        elif not self.quiet and (force or time.monotonic() - self._last >= self.every):
             self._last = time.monotonic()
             print(line, file=sys.stderr, flush=True)
 
@@ -223,6 +267,7 @@ def annotate(
             gold=dict(zip(items["item_id"], items["gold"], strict=True))
             if "gold" in items.columns
             else None,
+            queue_depth=_queue_depth(cfg, human),
         )
         source.resubmit_pending()
         source.collect_answers()
@@ -240,18 +285,20 @@ def annotate(
             result = router.route(problem, source, budget, seed=cfg.seed)
             result = fill_labels(result, problem, source)
             ledger.write_result(run_id, passes, result.annotations, result.labels, result.trace)
-            if source.frozen:
+            progress.pass_done(result, source)
+            if source.waiting:
                 source.collect_answers()  # answers that came while the pass ran
-                if _all_resolved(ledger, source.blocking):
-                    came += len(source.blocking)
+                n_res = _n_resolved(ledger, source.blocking)
+                if n_res:  # route again with them (delayed feedback)
+                    came += n_res
                     continue
                 if wait_left <= 0:
                     break
                 t0 = time.monotonic()
-                n_came, done = _wait_for(source, ledger, t0 + wait_left)
+                n_came, _done = _wait_for(source, ledger, t0 + wait_left)
                 wait_left -= time.monotonic() - t0
                 came += n_came
-                if not done:
+                if not n_came:
                     break
                 continue
             # a complete pass: tasks it did not ask for are used (answered) or freed (pending)
@@ -339,6 +386,11 @@ def _with_human_quality(cfg: ProjectConfig, source: LiveSource) -> dict[str, Any
     return params
 
 
+def _n_resolved(ledger: Ledger, keys: dict[str, str]) -> int:
+    """How many of the tasks ``keys`` have their labels or expired."""
+    return sum(_all_resolved(ledger, {k: v}) for k, v in keys.items())
+
+
 def _all_resolved(ledger: Ledger, keys: dict[str, str]) -> bool:
     """Every task ``keys`` has its labels, or expired (the router plans it without)."""
     return all(
@@ -348,7 +400,8 @@ def _all_resolved(ledger: Ledger, keys: dict[str, str]) -> bool:
 
 
 def _wait_for(source: LiveSource, ledger: Ledger, deadline: float) -> tuple[int, bool]:
-    """Sleep until every task the frozen pass waits for is answered, or the deadline.
+    """Sleep until one of the tasks the pass waits for is answered (or expires), or the
+    deadline.
 
     Returns (answers that came while waiting, whether all of them are in). Nothing is
     routed or written while it sleeps: the queue is looked at, the ledger only changes
@@ -385,7 +438,8 @@ def _wait_for(source: LiveSource, ledger: Ledger, deadline: float) -> tuple[int,
         if now > answered:
             answered = now
             log.info("%d of %d human answer(s) came", answered - first, n - first)
-    if answered < n:
+            break  # route again at once: the others are still being answered
+    if answered == first:
         log.info(
             "time is up: %d of %d human answer(s) came; run again (or with a longer --wait) "
             "to go on",
@@ -485,7 +539,7 @@ def _summary(ledger, run_id, passes, result, source, n_int, human) -> RunSummary
     labelled = int(result.labels["output"].notna().sum()) if result is not None else 0
     money = ledger.money_units()
     dead = [n for n, a in source.annotators.items() if not a.available]
-    waiting = sorted(source.blocking.values()) if source.frozen else []
+    waiting = sorted(source.blocking.values()) if source.waiting else []
     unlabelled: dict[str, str] = {}
     filled: dict[str, int] = {}
     if result is not None and "why_unlabelled" in result.labels.columns:
@@ -496,7 +550,7 @@ def _summary(ledger, run_id, passes, result, source, n_int, human) -> RunSummary
             for i, w in zip(miss["item_id"], miss["why_unlabelled"], strict=True)
         }
         filled = {str(k): int(v) for k, v in lab["labelled_by"].dropna().value_counts().items()}
-    if source.frozen:
+    if source.waiting:
         state = "pending"
     elif unlabelled:
         state = "unlabelled"
@@ -636,7 +690,12 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         "project": cfg.name,
         "ledger": str(cfg.ledger_path),
         "line": progress_line(
-            labelled or 0, n_items, from_units(money["committed"]), from_units(left_u)
+            labelled or 0,
+            n_items,
+            from_units(money["committed"]),
+            from_units(left_u),
+            provisional,
+            len(pending) if len(tasks) else None,
         ),
         "items": n_items,
         "labelled": labelled,
