@@ -182,11 +182,12 @@ def main() -> None:
     for name in args.datasets:
         prep = prepare(name)
         inst, _ = simulate_once(prep, args.method, "dollars", args.budget, args.seed)
-        print(json.dumps({"dataset": name, "instant_human_accuracy": inst.get("accuracy"),
-                          "instant_human_labels": inst.get("human_labels")}), flush=True)  # fmt: skip
+        head = {"dataset": name, "instant_human_accuracy": inst.get("accuracy")}
+        head["instant_human_labels"] = inst.get("human_labels")
+        print(json.dumps(head), flush=True)
         for d in args.depths:
-            print(json.dumps({"dataset": name, **run(prep, args.method, args.budget,
-                                                     args.seed, d)}), flush=True)  # fmt: skip
+            row = run(prep, args.method, args.budget, args.seed, d)
+            print(json.dumps({"dataset": name, **row}), flush=True)
 
 
 if __name__ == "__main__":
