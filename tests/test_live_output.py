@@ -1,0 +1,93 @@
+"""Answers parseable by construction (issue 27): the request fields of each ``output`` mode,
+the logprob confidence, and against the real llama.cpp SmolLM2 server, 0 unparseable
+answers with ``output = "auto"``."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import pandas as pd
+import pytest
+
+from quorum.data.schema import TaskType
+from quorum.live.calls import Redactor
+from quorum.live.config import AnnotatorConfig
+from quorum.live.llm import LLMAnnotator
+from quorum.live.output import OutputConstraint
+from quorum.live.parsing import LabelParser
+from quorum.live.prompts import ItemView, PromptBuilder, PromptTemplate
+from test_live_e2e import smollm2  # noqa: F401 - the real llama.cpp server fixture
+
+LABELS, NAMES = ["0", "1"], {"0": "negative", "1": "positive"}
+
+
+def _builder(task: TaskType = TaskType.classification) -> PromptBuilder:
+    return PromptBuilder(
+        task, LABELS, NAMES, "Is the sentiment of this review negative or positive?",
+        PromptTemplate.resolve(None, task.value, None, "prompt"),
+        PromptTemplate.resolve(None, "confidence", None, "confidence"), None,
+    )  # fmt: skip
+
+
+def test_request_fields_of_each_mode() -> None:
+    item = ItemView("a", "a fine film")
+    g = OutputConstraint("grammar", True, _builder()).params(item)
+    assert g["grammar"] == 'root ::= "negative" | "positive"' and g["top_logprobs"] == 5
+    j = OutputConstraint("json_schema", False, _builder()).params(item)
+    enum = j["response_format"]["json_schema"]["schema"]["properties"]["label"]["enum"]
+    assert enum == ["negative", "positive"] and "logprobs" not in j
+    assert OutputConstraint("free", False, _builder()).params(item) == {}
+    ref = OutputConstraint("grammar", True, _builder())
+    ref.refused = True  # the endpoint refused it: free text from then on
+    assert ref.params(item) == {}
+    assert OutputConstraint("json_schema").answer('{"label": "positive"}', j) == "positive"
+
+
+def test_logprob_confidence_over_the_option_tokens() -> None:
+    oc = OutputConstraint("grammar", True, _builder())
+    lp = [
+        {"token": "pos", "logprob": math.log(0.6),
+         "top_logprobs": [{"token": "pos", "logprob": math.log(0.6)},
+                          {"token": "neg", "logprob": math.log(0.2)},
+                          {"token": "The", "logprob": math.log(0.2)}]},
+        {"token": "itive", "logprob": math.log(0.99), "top_logprobs": []},
+    ]  # fmt: skip
+    # 0.6 / (0.6 + 0.2): "The" begins no option
+    assert oc.confidence("positive", "positive", lp, ["negative", "positive"]) == pytest.approx(
+        0.75
+    )
+    assert oc.confidence("positive", "positive", None, ["negative", "positive"]) is None
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_constrained_output_against_llama_cpp_gives_no_unparseable_answer(
+    smollm2,  # noqa: F811
+    shared_data_dir,
+) -> None:
+    api_base, _log = smollm2
+    df = pd.read_csv(shared_data_dir / "sst2_dev" / "sst2_dev.csv", dtype=str).head(20)
+    items = [ItemView(r["idx"], r["sentence"]) for r in df.to_dict("records")]
+    parser = LabelParser(LABELS, NAMES)
+    cfg = AnnotatorConfig(name="smol", model="openai/smollm2", api_base=api_base,
+                          price=0.0005, max_tokens=8, max_retries=1)  # fmt: skip
+    ann = LLMAnnotator(cfg, _builder(), items, Redactor(), 8)
+    assert ann.output.mode == "grammar" and ann.output.logprobs  # detected: llama.cpp
+
+    async def go() -> list:
+        out = []
+        for it in items:
+            resp = await ann.call(ann.request(it, "annotate"), lambda *a: None)
+            text = resp.extra.get("output", resp.raw) if resp.extra else resp.raw
+            out.append((resp, parser.parse(text)))
+        return out
+
+    try:
+        got = asyncio.run(go())
+    finally:
+        ann.close()
+    assert all(r.status == "ok" for r, _ in got)
+    assert all(p.ok for _, p in got)  # 0 unparseable
+    conf = [r.confidence for r, _ in got]
+    assert all(c is not None and 0.0 < c <= 1.0 for c in conf)
