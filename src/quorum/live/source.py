@@ -387,8 +387,14 @@ class LiveSource:
         if ann is None or not ann.gives_confidence:
             return Outcome(item_id, annotator, None, 0.0, status="failed")
         pred = self._last.get((item_id, annotator))
+        row = self.ledger.completed(ann.request(item, "annotate").key)
+        if row is not None and row["status"] == "ok" and row["confidence"] is not None:
+            # the answer came with logprobs over the options: its confidence, free (issue 27)
+            conf = float(row["confidence"])
+            out = Outcome(item_id, annotator, None, 0.0, confidence=conf, raw="logprobs")
+            self._event(out)
+            return out
         if pred is None:
-            row = self.ledger.completed(ann.request(item, "annotate").key)
             pred = row["output"] if row is not None and row["status"] == "ok" else None
         if pred is None:
             return Outcome(item_id, annotator, None, 0.0, status="failed", raw="no prior answer")
