@@ -141,7 +141,18 @@ class DelayedHumanSource:
         return n
 
 
-def run(prep, method: str, fraction: float, seed: int, depth: int) -> dict:
+def _with_orphan_labels(prep, result, src: DelayedHumanSource):
+    """The labels of ``result`` with each answered task it did not ask for as its item's
+    label (the ``--orphans label`` variant: no routing again)."""
+    lab = result.labels.copy()
+    extra = {i for i, done in src.sent.items() if done and i not in src.asked_h}
+    for i in extra:
+        lab.loc[lab["item_id"] == i, "output"] = src.base.annotate(i, GOLD_HUMAN).output
+    result.labels = lab
+    return result, len(extra)
+
+
+def run(prep, method: str, fraction: float, seed: int, depth: int, orphans: str = "give") -> dict:
     router = make_router(method)
     problem, budget0 = make_problem(prep, "dollars", fraction, router)
     src = DelayedHumanSource(prep.source, budget0.limit, depth)
@@ -154,6 +165,9 @@ def run(prep, method: str, fraction: float, seed: int, depth: int) -> dict:
             if not src.answer_oldest():
                 break
             continue
+        if orphans == "label":
+            result, _n = _with_orphan_labels(prep, result, src)
+            break
         if not src.settle_orphans() or settle >= 8:
             break
         settle += 1
@@ -161,6 +175,7 @@ def run(prep, method: str, fraction: float, seed: int, depth: int) -> dict:
     llm_paid = [k for k in src.paid if k[1] != GOLD_HUMAN]
     return {
         "depth": depth,
+        "orphans": orphans,
         **{k: v for k, v in score(prep, result).items() if k == "accuracy"},
         "human_labels": sum(1 for k in src.paid if k[1] == GOLD_HUMAN),
         "llm_calls_paid": len(llm_paid),
@@ -178,6 +193,13 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=0.3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--depths", nargs="+", type=int, default=[1, 6, 12])
+    ap.add_argument(
+        "--orphans",
+        default="give",
+        choices=["give", "label"],
+        help="answered tasks the last pass did not ask for: given to the router and routed "
+        "again (the live runner), or only used as their items' labels",
+    )
     args = ap.parse_args()
     for name in args.datasets:
         prep = prepare(name)
@@ -186,7 +208,7 @@ def main() -> None:
         head["instant_human_labels"] = inst.get("human_labels")
         print(json.dumps(head), flush=True)
         for d in args.depths:
-            row = run(prep, args.method, args.budget, args.seed, d)
+            row = run(prep, args.method, args.budget, args.seed, d, args.orphans)
             print(json.dumps({"dataset": name, **row}), flush=True)
 
 
