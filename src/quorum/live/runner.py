@@ -302,7 +302,10 @@ def annotate(
                     break
                 continue
             # a complete pass: tasks it did not ask for are used (answered) or freed (pending)
-            n_given, n_withdrawn = _settle_orphans(source, ledger)
+            ahead = source.queue_depth > 1
+            if ahead and _label_orphans(result, source, ledger):
+                ledger.write_result(run_id, passes, result.annotations, result.labels, result.trace)
+            n_given, n_withdrawn = _settle_orphans(source, ledger, give=not ahead)
             given += n_given
             withdrawn += n_withdrawn
             if not (n_given or n_withdrawn) or settle >= MAX_SETTLE_PASSES:
@@ -449,15 +452,58 @@ def _wait_for(source: LiveSource, ledger: Ledger, deadline: float) -> tuple[int,
     return answered - first, answered == n
 
 
-def _settle_orphans(source: LiveSource, ledger: Ledger) -> tuple[int, int]:
-    """After a complete pass: answered tasks it did not ask for are given to the router,
-    pending ones are withdrawn (their held money is freed). Returns the two counts."""
+def _orphan_answers(source: LiveSource, ledger: Ledger) -> pd.DataFrame:
+    """Answered human tasks the last pass did not ask for (and not given to the router)."""
+    tasks = ledger.human_tasks()
+    tasks = tasks[tasks["annotator"] == source.human.name] if source.human else tasks[:0]
+    asked = tasks["request_key"].isin(list(source.asked_human))
+    return tasks[(tasks["status"] == "answered") & (tasks["given"] != 1) & ~asked]
+
+
+def _label_orphans(result: RoutingResult | None, source: LiveSource, ledger: Ledger) -> int:
+    """With tasks sent ahead (``queue_depth`` > 1): each answered task the complete pass
+    did not ask for is its item's label (``labelled_by`` the human arm), instead of being
+    given to the router to route again. Giving them back changes the router's plan (its
+    budget and checks start from them: on llms-for-css/flute at 0.3, QUORUM's accuracy
+    fell from 0.65 to 0.40, against 0.58 this way; scripts/delayed_feedback.py). Returns
+    how many labels it set."""
+    if result is None or source.human is None:
+        return 0
+    orphans = _orphan_answers(source, ledger)
+    got = {str(i): y for i, y in zip(orphans["item_id"], orphans["label"], strict=True)
+           if isinstance(y, str)}  # fmt: skip
+    if not got:
+        return 0
+    lab = result.labels.copy()
+    hit = lab["item_id"].astype(str).isin(list(got))
+    lab.loc[hit, "output"] = lab.loc[hit, "item_id"].astype(str).map(got)
+    lab.loc[hit, "human"] = True
+    if "labelled_by" not in lab.columns:
+        lab["labelled_by"] = None
+    lab["labelled_by"] = lab["labelled_by"].astype(object)
+    lab.loc[hit, "labelled_by"] = f"{source.human.name} (a task sent ahead)"
+    if "why_unlabelled" in lab.columns:
+        lab.loc[hit, "why_unlabelled"] = None
+    result.labels = lab
+    log.info(
+        "%d human answer(s) to tasks sent ahead that the last pass did not ask for are their "
+        "items' labels (items %s)",
+        int(hit.sum()),
+        _ids(sorted(got)),
+    )
+    return int(hit.sum())
+
+
+def _settle_orphans(source: LiveSource, ledger: Ledger, give: bool = True) -> tuple[int, int]:
+    """After a complete pass: answered tasks it did not ask for are given to the router
+    (``give``), pending ones are withdrawn (their held money is freed). Returns the two
+    counts."""
     if source.human is None:
         return 0, 0
     tasks = ledger.human_tasks()
     tasks = tasks[tasks["annotator"] == source.human.name]
     asked = tasks["request_key"].isin(list(source.asked_human))
-    orphan_ans = tasks[(tasks["status"] == "answered") & (tasks["given"] != 1) & ~asked]
+    orphan_ans = _orphan_answers(source, ledger) if give else tasks[:0]
     orphan_pend = tasks[(tasks["status"] == "pending") & ~asked]
     if len(orphan_ans):
         ledger.mark_given(orphan_ans["request_key"].tolist())
