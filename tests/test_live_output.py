@@ -33,7 +33,8 @@ def _builder(task: TaskType = TaskType.classification) -> PromptBuilder:
 def test_request_fields_of_each_mode() -> None:
     item = ItemView("a", "a fine film")
     g = OutputConstraint("grammar", True, _builder()).params(item)
-    assert g["grammar"] == 'root ::= "negative" | "positive"' and g["top_logprobs"] == 5
+    assert g["grammar"] == 'root ::= "Label: " ("0" | "1") | "negative" | "positive"'
+    assert g["logprobs"] is True and g["top_logprobs"] == 20
     j = OutputConstraint("json_schema", False, _builder()).params(item)
     enum = j["response_format"]["json_schema"]["schema"]["properties"]["label"]["enum"]
     assert enum == ["negative", "positive"] and "logprobs" not in j
@@ -42,6 +43,7 @@ def test_request_fields_of_each_mode() -> None:
     ref.refused = True  # the endpoint refused it: free text from then on
     assert ref.params(item) == {}
     assert OutputConstraint("json_schema").answer('{"label": "positive"}', j) == "positive"
+    assert OutputConstraint("grammar").answer("Label: 1", g) == "1"
 
 
 def test_logprob_confidence_over_the_option_tokens() -> None:
@@ -53,10 +55,20 @@ def test_logprob_confidence_over_the_option_tokens() -> None:
                           {"token": "The", "logprob": math.log(0.2)}]},
         {"token": "itive", "logprob": math.log(0.99), "top_logprobs": []},
     ]  # fmt: skip
-    # 0.6 / (0.6 + 0.2): "The" begins no option
-    assert oc.confidence("positive", "positive", lp, ["negative", "positive"]) == pytest.approx(
-        0.75
-    )
+    # "The" begins no option; the indices "0" and "1" are not listed, so each may have at
+    # most the smallest listed probability (0.2): (0.6 + 0.2) / (0.6 + 0.2 + 0.2 + 0.2)
+    conf = oc.confidence("positive", "positive", lp, ["negative", "positive"])
+    assert conf == pytest.approx(0.8 / 1.2)
+    # the index form: "1" chosen among the listed "0" and "1"
+    lp_idx = [
+        {"token": "Label", "logprob": 0.0, "top_logprobs": []},
+        {"token": ":", "logprob": 0.0, "top_logprobs": []},
+        {"token": " 1", "logprob": math.log(0.7),
+         "top_logprobs": [{"token": " 1", "logprob": math.log(0.7)},
+                          {"token": " 0", "logprob": math.log(0.3)}]},
+    ]  # fmt: skip
+    conf = oc.confidence("Label: 1", "1", lp_idx, ["negative", "positive"])
+    assert 0.5 < conf < 1.0
     assert oc.confidence("positive", "positive", None, ["negative", "positive"]) is None
 
 

@@ -57,7 +57,7 @@ class OutputConstraint:
     logprobs: bool = False
     builder: PromptBuilder | None = None
     why: str = "configured"
-    top_logprobs: int = 5
+    top_logprobs: int = 20
     refused: bool = field(default=False)
 
     # -- the options of an item ---------------------------------------------
@@ -78,7 +78,10 @@ class OutputConstraint:
             return {}
         out: dict[str, Any] = {}
         if self.mode == "grammar":
-            out["grammar"] = "root ::= " + " | ".join(_gbnf_string(o) for o in opts)
+            # the form the default prompts ask for ("Label: <index>") or an option itself
+            idx = " | ".join(_gbnf_string(str(i)) for i in range(len(opts)))
+            alts = [f'"Label: " ({idx})'] + [_gbnf_string(o) for o in opts if not o.isdigit()]
+            out["grammar"] = "root ::= " + " | ".join(dict.fromkeys(alts))
         elif self.mode == "json_schema":
             out["response_format"] = {
                 "type": "json_schema",
@@ -100,9 +103,12 @@ class OutputConstraint:
 
     # -- reading the reply -----------------------------------------------------
     def answer(self, content: str | None, params: dict[str, Any]) -> str | None:
-        """The option text of a reply (the JSON's ``label`` for ``json_schema``)."""
+        """The option text of a reply (the JSON's ``label`` for ``json_schema``, the index
+        after ``Label:`` for a grammar's index form)."""
         if content is None:
             return None
+        if "grammar" in params and content.startswith("Label: "):
+            return content[len("Label: ") :]
         if "response_format" in params:
             try:
                 data = json.loads(content)
@@ -133,23 +139,32 @@ class OutputConstraint:
         if first is None:
             return None
         chosen = logprobs[first]
-        tail = content[pos:].lower()
-        opts = [o.lower() for o in options] or [tail]
-        mass, mine = 0.0, math.exp(float(chosen.get("logprob", 0.0)))
-        seen: set[str] = set()
+        mine_text = answer.strip().lower()
+        names = [o.lower() for o in options]
+        opts = list(dict.fromkeys([*names, *(str(i) for i in range(len(names)))]))
+        if mine_text not in opts:
+            opts.append(mine_text)
+        alts: dict[str, float] = {}
         for alt in chosen.get("top_logprobs") or []:
-            t = str(alt.get("token", ""))
-            if t in seen or not t.strip():
-                continue
-            seen.add(t)
-            if any(o.startswith(t.strip().lower()) for o in opts):
-                mass += math.exp(float(alt.get("logprob", -math.inf)))
-        if mass > 0 and str(chosen.get("token", "")) in seen:
-            return float(min(1.0, mine / mass))
-        total = 0.0
-        for tok in logprobs[first:]:
-            total += float(tok.get("logprob", 0.0))
-        return float(math.exp(total))
+            t = str(alt.get("token", "")).strip().lower()
+            if t and t not in alts:
+                alts[t] = math.exp(float(alt.get("logprob", -math.inf)))
+        if not alts:
+            return float(math.exp(sum(float(t.get("logprob", 0.0)) for t in logprobs[first:])))
+        floor = min(alts.values())  # an option no listed token begins has at most this
+        mass: dict[str, float] = {}
+        for o in opts:
+            hit = [p for t, p in alts.items() if o.startswith(t)]
+            mass[o] = sum(hit) if hit else floor
+        # the chosen answer's side: its own option, and the other spelling of it (index or
+        # name of the same label)
+        same = {mine_text}
+        if mine_text.isdigit() and int(mine_text) < len(names):
+            same.add(names[int(mine_text)])
+        elif mine_text in names:
+            same.add(str(names.index(mine_text)))
+        total = sum(mass.values())
+        return float(min(1.0, sum(mass[o] for o in same if o in mass) / total)) if total else None
 
 
 def _get_json(url: str, key: str | None, timeout: float = 3.0) -> Any:
