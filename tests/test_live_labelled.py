@@ -124,3 +124,31 @@ def test_items_no_source_can_label_are_not_final_and_the_run_says_so(
     assert df["why_not_final"].str.contains("no usable answer").all()
     st = status(cfg)
     assert len(st["unlabelled"]) == 12
+
+
+def test_progress_never_goes_backwards_across_passes(capsys) -> None:
+    """A new pass replays from the start (its own count restarts at 0): the line keeps the
+    last pass's labelled count, with the provisional ones and the people's pending tasks."""
+    from types import SimpleNamespace
+
+    from quorum.live.runner import Progress
+    from quorum.live.source import LiveStats
+
+    p = Progress(10, quiet=False, every=0.0)
+    p._bar = None  # no terminal: the log line
+    stats = LiveStats(10, 1.0)
+    labels = pd.DataFrame(
+        {"output": ["a"] * 6 + [None] * 4, "provisional": [True, True] + [False] * 8}
+    )
+    pending = pd.DataFrame({"item_id": ["1", "2", "3"]})
+    source = SimpleNamespace(
+        stats=stats, human=object(), ledger=SimpleNamespace(pending_humans=lambda: pending)
+    )
+    p.pass_done(SimpleNamespace(labels=labels), source)
+    stats.items_ok = {"x"}  # the next pass has labelled one item so far
+    p.update(None, stats, force=True)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1].startswith("labelled 6/10 (2 provisional) | people: 3 task(s) pending")
+    stats.items_ok = {str(i) for i in range(8)}
+    p.update(None, stats, force=True)
+    assert capsys.readouterr().err.strip().startswith("labelled 8/10")
