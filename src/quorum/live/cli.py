@@ -119,7 +119,7 @@ def register(app: typer.Typer) -> None:
             )
         if s.filled:
             typer.echo(
-                "labelled without a usable answer: "
+                "labels from the fallback or from tasks sent ahead: "
                 + ", ".join(f"{n} by {by}" for by, n in sorted(s.filled.items()))
             )
         if s.unlabelled:
