@@ -118,6 +118,7 @@ def main() -> None:
     ap.add_argument("--wait", type=float, default=900)
     ap.add_argument("--kill-after", type=float, default=60.0, help="kill -9 after (s)")
     ap.add_argument("--queue-depth", type=int, default=None)
+    ap.add_argument("--output", default=None, help="the annotators' output mode (after only)")
     ap.add_argument(
         "--secs",
         nargs=3,
@@ -152,6 +153,8 @@ def main() -> None:
         humans = {"backend": "labelstudio", "labels_per_item": 2, "labelstudio": lsc}
         if args.queue_depth:
             humans["queue_depth"] = args.queue_depth
+        if args.output:
+            llm["output"] = args.output
         items = {
             "path": args.data,
             "id_column": "idx",
