@@ -53,7 +53,8 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=100)
     ap.add_argument("--instructions", default="Is the sentiment of this review negative or "
                     "positive?")  # fmt: skip
-    ap.add_argument("--modes", nargs="+", default=["free", "auto"])
+    ap.add_argument("--modes", nargs="+", default=["free", "auto"],
+                    help="free, auto, grammar, json_schema or grammar-names")  # fmt: skip
     ap.add_argument("--out", default=None, help="write the per-item answers (JSONL)")
     args = ap.parse_args()
     df = pd.read_csv(args.data, dtype=str).head(args.n)
@@ -68,9 +69,14 @@ def main() -> None:
     parser = LabelParser(LABELS, NAMES)
     rows = []
     for mode in args.modes:
-        cfg = AnnotatorConfig(name=f"smol-{mode}", model=args.model, api_base=args.api_base,
-                              price=0.0005, max_tokens=8, output=mode, max_retries=1)  # fmt: skip
+        names_only = mode == "grammar-names"
+        out_mode = "grammar" if names_only else mode
+        cfg = AnnotatorConfig(
+            name=f"smol-{mode}", model=args.model, api_base=args.api_base, price=0.0005,
+            max_tokens=8, output=out_mode, max_retries=1,
+        )  # fmt: skip
         ann = LLMAnnotator(cfg, builder, items, Redactor(), 8)
+        ann.output.index_form = not names_only  # grammar-names: the label names only
         t0 = time.monotonic()
         res = asyncio.run(run(ann, items, parser))
         ann.close()
@@ -79,7 +85,7 @@ def main() -> None:
         right = sum(r["output"] == gold[r["item_id"]] for r in ok)
         conf = [r["confidence"] for r in ok if r["confidence"] is not None]
         row = {
-            "mode": f"{mode} -> {ann.output.mode}",
+            "mode": f"{mode} -> {ann.output.mode}" + (" (names only)" if names_only else ""),
             "items": len(res),
             "unparseable": sum(r["status"] == "unparseable" for r in res),
             "failed": sum(r["status"] == "failed" for r in res),

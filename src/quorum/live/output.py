@@ -59,6 +59,8 @@ class OutputConstraint:
     why: str = "configured"
     top_logprobs: int = 20
     refused: bool = field(default=False)
+    #: the grammar also allows the ``Label: <index>`` form the default prompts ask for
+    index_form: bool = True
 
     # -- the options of an item ---------------------------------------------
     def options(self, item: ItemView) -> list[str]:
@@ -80,7 +82,8 @@ class OutputConstraint:
         if self.mode == "grammar":
             # the form the default prompts ask for ("Label: <index>") or an option itself
             idx = " | ".join(_gbnf_string(str(i)) for i in range(len(opts)))
-            alts = [f'"Label: " ({idx})'] + [_gbnf_string(o) for o in opts if not o.isdigit()]
+            alts = [f'"Label: " ({idx})'] if self.index_form else []
+            alts += [_gbnf_string(o) for o in opts if not o.isdigit() or not self.index_form]
             out["grammar"] = "root ::= " + " | ".join(dict.fromkeys(alts))
         elif self.mode == "json_schema":
             out["response_format"] = {
