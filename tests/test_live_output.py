@@ -33,8 +33,10 @@ def _builder(task: TaskType = TaskType.classification) -> PromptBuilder:
 def test_request_fields_of_each_mode() -> None:
     item = ItemView("a", "a fine film")
     g = OutputConstraint("grammar", True, _builder()).params(item)
-    assert g["grammar"] == 'root ::= "Label: " ("0" | "1") | "negative" | "positive"'
+    assert g["grammar"] == 'root ::= "negative" | "positive"'
     assert g["logprobs"] is True and g["top_logprobs"] == 20
+    both = OutputConstraint("grammar", True, _builder(), index_form=True).params(item)
+    assert both["grammar"] == 'root ::= "Label: " ("0" | "1") | "negative" | "positive"'
     j = OutputConstraint("json_schema", False, _builder()).params(item)
     enum = j["response_format"]["json_schema"]["schema"]["properties"]["label"]["enum"]
     assert enum == ["negative", "positive"] and "logprobs" not in j
@@ -55,8 +57,12 @@ def test_logprob_confidence_over_the_option_tokens() -> None:
                           {"token": "The", "logprob": math.log(0.2)}]},
         {"token": "itive", "logprob": math.log(0.99), "top_logprobs": []},
     ]  # fmt: skip
-    # "The" begins no option; the indices "0" and "1" are not listed, so each may have at
-    # most the smallest listed probability (0.2): (0.6 + 0.2) / (0.6 + 0.2 + 0.2 + 0.2)
+    # "The" begins no option: 0.6 / (0.6 + 0.2)
+    conf = oc.confidence("positive", "positive", lp, ["negative", "positive"])
+    assert conf == pytest.approx(0.75)
+    # with the index form allowed, the indices "0" and "1" are not listed, so each may have
+    # at most the smallest listed probability (0.2): (0.6 + 0.2) / (0.6 + 0.2 + 0.2 + 0.2)
+    oc.index_form = True
     conf = oc.confidence("positive", "positive", lp, ["negative", "positive"])
     assert conf == pytest.approx(0.8 / 1.2)
     # the index form: "1" chosen among the listed "0" and "1"
