@@ -109,3 +109,19 @@ def test_constrained_output_against_llama_cpp_gives_no_unparseable_answer(
     assert all(p.ok for _, p in got)  # 0 unparseable
     conf = [r.confidence for r, _ in got]
     assert all(c is not None and 0.0 < c <= 1.0 for c in conf)
+
+
+def test_one_http_try_for_both_engines_without_an_import_cycle() -> None:
+    """issue 23's live part: the Ray worker and the local annotator make their try with the
+    same ChatTry; ray_calls does not import llm (and llm imports ray_calls only for Ray)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, quorum.live.ray_calls as r, quorum.live.chat_try as c;"
+        "assert 'quorum.live.llm' not in sys.modules;"
+        "import quorum.live.llm as l;"
+        "assert 'quorum.live.ray_calls' in sys.modules and l.ChatTry is c.ChatTry is r.ChatTry"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
