@@ -79,7 +79,10 @@ def test_annotate_with_a_real_llm_server(tmp_path, shared_data_dir, smollm2) -> 
     )
     small = {"api_base": api_base, "input_cost_per_token": IN_PRICE, "max_tokens": 8,
              "output_cost_per_token": OUT_PRICE, "temperature": 0, "seed": 0,
-             "concurrency": 2, "timeout": 60}  # fmt: skip
+             "concurrency": 2, "timeout": 60, "output": "free"}  # fmt: skip
+    # output "free": the free-text path and paid verbalised confidences (with the default
+    # "auto" a llama.cpp server answers under a grammar and confidences come from logprobs,
+    # tests/test_live_output.py)
     proj = write_project(
         tmp_path,
         {

@@ -34,6 +34,10 @@ def _setup_logging(quiet: bool) -> None:
     logger.propagate = False
 
 
+#: exit status of `quorum annotate` when the run ended with items no source could label
+UNLABELLED_EXIT = 3
+
+
 def _fail(exc: Exception) -> None:
     if isinstance(exc, OSError) and not isinstance(exc, QuorumError):
         where = exc.filename or "a file"
@@ -113,6 +117,21 @@ def register(app: typer.Typer) -> None:
                     "again"
                 )
             )
+        if s.filled:
+            typer.echo(
+                "labels from the fallback or from tasks sent ahead: "
+                + ", ".join(f"{n} by {by}" for by, n in sorted(s.filled.items()))
+            )
+        if s.unlabelled:
+            why = sorted(set(s.unlabelled.values()))
+            typer.secho(
+                f"not finished: {len(s.unlabelled)} of {s.n_items} item(s) have no label "
+                f"({'; '.join(why)}{'; ' + s.note if s.note else ''}): items "
+                f"{', '.join(list(s.unlabelled)[:10])}",
+                fg="red",
+                err=True,
+            )
+            raise typer.Exit(UNLABELLED_EXIT)
         if s.labelled == 0:
             _fail(QuorumError(f"no item was labelled: {s.note or 'see the log above'}"))
 
@@ -171,6 +190,11 @@ def register(app: typer.Typer) -> None:
             con = Console(soft_wrap=True, width=160)
         con.print(f"[bold]{st['project']}[/bold]  ledger {st['ledger']}")
         con.print(st["line"] + ("" if st["labels_final"] else " (provisional)"))
+        if st.get("provisional"):
+            con.print(f"provisional labels (their human task is pending): {st['provisional']}")
+        if st.get("unlabelled"):
+            why = sorted(set(st["unlabelled"].values()))
+            con.print(f"no label: {len(st['unlabelled'])} item(s) ({'; '.join(why)})")
         last = st["last_run"]
         if last:
             con.print(

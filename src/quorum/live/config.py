@@ -149,6 +149,13 @@ class AnnotatorConfig(BaseModel):
         default="auto",
         description="auto: a lean HTTP client for openai/NAME at an api_base, litellm otherwise",
     )
+    output: Literal["auto", "grammar", "json_schema", "free"] = Field(
+        default="auto",
+        description="constrain answers to the options (docs/live.md): auto detects it",
+    )
+    logprobs: bool | None = Field(
+        default=None, description="logprobs over the options as confidence; None: if constrained"
+    )
     prompt: str | None = Field(default=None, description="template text or a .txt file path")
     confidence_prompt: str | None = None
     system_prompt: str | None = None
@@ -245,6 +252,13 @@ class HumansConfig(BaseModel):
     )
     labels_per_item: int = Field(
         default=1, ge=1, le=20, description="labels per human item, each by a different person"
+    )
+    queue_depth: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000,
+        description="human tasks sent ahead and waiting at once (advised: twice the team's "
+        "size); unset or 1: a pass stops at its first unanswered task",
     )
     timeout: float | None = Field(
         default=None,

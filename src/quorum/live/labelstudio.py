@@ -339,6 +339,44 @@ class LabelStudioHumanQueue(HumanQueue):
             description=f"QUORUM project {cfg.name}: items routed to humans",
         )
 
+    def check(self, token_env: str = "the token variable") -> None:
+        """Before the first paid call: the URL is a Label Studio, it takes the token, and
+        the token's user may use (or create) the project. One clear error, else nothing."""
+        url = self.client.url
+        try:
+            me = self.client.request("GET", "/api/current-user/whoami")
+        except LabelStudioError as exc:
+            text = str(exc)
+            if "unreachable" in text:
+                raise LabelStudioError(
+                    f"Label Studio at {url} is unreachable: check humans.labelstudio.url and "
+                    "that the server runs"
+                ) from None
+            if "HTTP 401" in text or "HTTP 403" in text or "token was refused" in text:
+                raise LabelStudioError(
+                    f"Label Studio at {url} refused the token in {token_env} (check it, or "
+                    "make a new one: Account & Settings > Personal Access Token)"
+                ) from None
+            if "HTTP 404" in text:
+                raise LabelStudioError(
+                    f"{url} does not answer like a Label Studio server (HTTP 404 on its API): "
+                    "check humans.labelstudio.url"
+                ) from None
+            raise
+        if not isinstance(me, dict):
+            raise LabelStudioError(
+                f"{url} does not answer like a Label Studio server: check humans.labelstudio.url"
+            )
+        try:
+            pid = self.project_id
+            self.client.request("GET", f"/api/projects/{pid}/")
+        except LabelStudioError as exc:
+            who = me.get("email") or me.get("username") or "the token's user"
+            raise LabelStudioError(
+                f"Label Studio at {url}: {who} may not use project {self.title!r}"
+                f"{'' if self._project_id is None else f' (id {self._project_id})'}: {exc}"
+            ) from None
+
     # -- project ------------------------------------------------------------------
     @property
     def project_id(self) -> int:

@@ -18,7 +18,6 @@ import os
 import random
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from quorum.errors import ConfigError
 from quorum.live.calls import (
@@ -32,27 +31,13 @@ from quorum.live.calls import (
     TokenBucket,
     request_key,
 )
+from quorum.live.chat_try import ChatTry, Reply, classify, get_litellm
 from quorum.live.config import AnnotatorConfig
-from quorum.live.openai_http import HTTPCallError, OpenAIHTTPClient, direct_model, reply_fields
+from quorum.live.openai_http import HTTPCallError, direct_model
+from quorum.live.output import CONSTRAINT_KEYS, OutputConstraint, detect_output
 from quorum.live.prompts import ItemView, PromptBuilder
 
 log = logging.getLogger("quorum.live")
-
-_litellm = None
-
-
-def get_litellm():
-    """Import litellm once, quietly and offline (local cost map)."""
-    global _litellm
-    if _litellm is None:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
-
-        litellm.suppress_debug_info = True
-        litellm.telemetry = False
-        litellm.drop_params = True
-        _litellm = litellm
-    return _litellm
 
 
 class TokenPrices:
@@ -132,12 +117,16 @@ class LLMAnnotator(Annotator):
         )
         self._sem: asyncio.Semaphore | None = None
         self._bucket: TokenBucket | None = None
-        self._server_model = None
+        #: the server model for the lean client, None for litellm
         self._direct = self._direct_client()
+        self._chat = ChatTry()
+        #: how answers are constrained to a label (``output``; issue 27)
+        self.output: OutputConstraint = detect_output(cfg, builder, self._direct, self.api_key)
 
-    def _direct_client(self) -> OpenAIHTTPClient | None:
-        """The lean HTTP client for ``openai/NAME`` at an ``api_base`` (``client: auto`` or
-        ``http``), else None (litellm)."""
+    def _direct_client(self) -> str | None:
+        """The server-side model name when the lean HTTP client serves this annotator
+        (``client: auto`` or ``http`` with ``openai/NAME`` at an ``api_base``), else None
+        (litellm)."""
         choice = getattr(self.cfg, "client", "auto")
         name = direct_model(self.model, self.api_base)
         if choice == "litellm" or (choice == "auto" and name is None):
@@ -147,9 +136,7 @@ class LLMAnnotator(Annotator):
                 f"annotator {self.name!r}: client 'http' needs an 'openai/NAME' model and an "
                 "api_base (an OpenAI-compatible server); use client 'litellm' otherwise"
             )
-        assert self.api_base is not None
-        self._server_model: str | None = name
-        return OpenAIHTTPClient(self.api_base, self.api_key, self.cfg.timeout)
+        return name
 
     # -- secrets -----------------------------------------------------------
     def _api_key(self) -> str | None:
@@ -216,15 +203,18 @@ class LLMAnnotator(Annotator):
         else:
             msgs = self.builder.confidence_messages(item, prediction or "")
             reserved = self._conf_price
+        params = dict(self.params)
+        if kind == "annotate":
+            params.update(self.output.params(item))  # constrained output (issue 27)
         payload = {"model": self.model, "api_base": self.api_base, "messages": msgs}
-        payload["params"] = self.params
+        payload["params"] = params
         return Request(
             key=request_key(payload),
             kind=kind,
             item=item,
             annotator=self.name,
             prompt=msgs[-1]["content"],
-            params=dict(self.params),
+            params=params,
             reserved=reserved,
             messages=msgs,
             prediction=prediction,
@@ -238,28 +228,15 @@ class LLMAnnotator(Annotator):
                 self._bucket = TokenBucket(self.cfg.rate_limit)
         return self._sem, self._bucket
 
-    async def _try_once(self, req: Request) -> tuple[str | None, int | None, int | None]:
-        """One HTTP try: (content, prompt tokens, completion tokens); raises on failure."""
+    async def _try_once(self, req: Request, params: dict) -> Reply:
+        """One HTTP try (:class:`~quorum.live.chat_try.ChatTry`, here or on a Ray actor);
+        raises on failure."""
+        route = (self.model, self.api_base, self.api_key, self.cfg.timeout, self._direct)
         if self.engine == "ray":
             from quorum.live.ray_calls import call_pool
 
-            server = self._server_model if self._direct is not None else None
-            route = (self.model, self.api_base, self.api_key, self.cfg.timeout, server)
-            return await call_pool(self.ray_address).call(route, req.messages or [], req.params)
-        if self._direct is not None:
-            data = await self._direct.complete(self._server_model, req.messages or [], req.params)
-            return reply_fields(data)
-        resp = await get_litellm().acompletion(
-            model=self.model,
-            messages=req.messages,
-            api_base=self.api_base,
-            api_key=self.api_key,
-            timeout=self.cfg.timeout,
-            num_retries=0,
-            max_retries=0,
-            **req.params,
-        )
-        return litellm_reply_fields(resp)
+            return await call_pool(self.ray_address).call(route, req.messages or [], params)
+        return await self._chat(route, req.messages or [], params)
 
     async def call(self, req: Request, on_attempt: AttemptHook) -> Response:
         sem, bucket = self._limits()
@@ -268,7 +245,10 @@ class LLMAnnotator(Annotator):
         outcome = "error"
         fatal = False
         t_first = time.monotonic()
-        for n in range(1, tries + 1):
+        params = req.params
+        n = 0
+        while n < tries:
+            n += 1
             if self.health.dead:
                 error = f"endpoint declared dead: {self.health.reason}"
                 break
@@ -277,15 +257,19 @@ class LLMAnnotator(Annotator):
             async with sem:
                 started, t0 = time.time(), time.monotonic()
                 try:
-                    reply = await self._try_once(req)
+                    reply = await self._try_once(req, params)
                 except Exception as exc:  # classified below; never propagates
                     latency = time.monotonic() - t0
-                    outcome, retryable, fatal, wait = _classify(exc)
+                    outcome, retryable, fatal, wait = classify(exc)
                     if isinstance(exc, HTTPCallError):
                         error = self.redact(str(exc))[:2000]
                     else:
                         error = self.redact(f"{type(exc).__name__}: {exc}")[:2000]
                     on_attempt(n, started, latency, outcome, error)
+                    if outcome.startswith("bad request") and self._refuses(params, error):
+                        params = {k: v for k, v in params.items() if k not in CONSTRAINT_KEYS}
+                        n -= 1  # a refused constraint is not a try of the call
+                        continue
                     if not retryable or n == tries:
                         break
                     backoff = min(self.cfg.backoff_max, self.cfg.backoff_base * 2 ** (n - 1))
@@ -294,7 +278,7 @@ class LLMAnnotator(Annotator):
                 latency = time.monotonic() - t0
             on_attempt(n, started, latency, "ok", None)
             self.health.success()
-            return self._response(req, reply, latency, n, time.monotonic() - t_first)
+            return self._response(req, params, reply, n, time.monotonic() - t_first)
         if self.health.failure(error, fatal=fatal):
             log.error(
                 "annotator %r (%s%s) %s (%d consecutive failed call(s)); removed from the "
@@ -315,15 +299,32 @@ class LLMAnnotator(Annotator):
             attempts=n,
         )
 
-    def _response(
-        self,
-        req: Request,
-        reply: tuple[str | None, int | None, int | None],
-        latency: float,
-        n: int,
-        total: float,
-    ) -> Response:
-        content, pt, ct = reply
+    def _refuses(self, params: dict, error: str) -> bool:
+        """The endpoint refused a constrained request (HTTP 400): switch this annotator to
+        free text for the rest of the run (True: try the call again without it)."""
+        if not any(k in params for k in CONSTRAINT_KEYS):
+            return False
+        if not self.output.refused:
+            self.output.refused = True
+            log.warning(
+                "annotator %r refused constrained output %s (%s); its answers are free text "
+                "for the rest of this run: set `output = \"free\"` to stop asking",
+                self.name, self.output.mode, error[:200],
+            )  # fmt: skip
+        return True
+
+    def _response(self, req: Request, params: dict, reply: Reply, n: int, total: float) -> Response:
+        content, pt, ct = reply.content, reply.prompt_tokens, reply.completion_tokens
+        extra: dict = {}
+        conf = None
+        if req.kind == "annotate" and content is not None:
+            answer = self.output.answer(content, params)
+            if answer is not None and answer != content:
+                extra["output"] = answer
+            if reply.logprobs:
+                conf = self.output.confidence(
+                    content, answer, reply.logprobs, self.output.options(req.item)
+                )
         token_cost = self.prices.cost(pt, ct) if pt is not None and ct is not None else None
         if self.cfg.price is not None:
             cost, source = float(self.cfg.price), "fixed price"
@@ -343,11 +344,12 @@ class LLMAnnotator(Annotator):
             completion_tokens=ct,
             latency=total,
             attempts=n,
+            confidence=conf,
+            extra=extra,
         )
 
     def close(self) -> None:
-        if self._direct is not None:
-            self._direct.close()
+        self._chat.close()
 
 
 def why_dead(outcome: str) -> str:
@@ -371,56 +373,3 @@ def why_dead(outcome: str) -> str:
     if outcome[:1] == "5":
         return f"keeps failing with server errors (HTTP {outcome})"
     return "keeps failing"
-
-
-def litellm_reply_fields(resp: Any) -> tuple[str | None, int | None, int | None]:
-    """(content, prompt tokens, completion tokens) of a litellm completion response."""
-    try:
-        content = resp.choices[0].message.content
-    except (AttributeError, IndexError, KeyError):
-        content = None
-    usage = getattr(resp, "usage", None)
-    pt = getattr(usage, "prompt_tokens", None) if usage is not None else None
-    ct = getattr(usage, "completion_tokens", None) if usage is not None else None
-    return content, pt, ct
-
-
-def _classify(exc: BaseException) -> tuple[str, bool, bool, float | None]:
-    """(outcome, retryable, fatal for the endpoint, server-asked wait in seconds)."""
-    if isinstance(exc, HTTPCallError):
-        return exc.outcome, exc.retryable, exc.fatal, exc.wait
-    lit = get_litellm()
-    status = getattr(exc, "status_code", None)
-    wait = _retry_after(exc)
-    if "invalid response from LLM endpoint" in str(exc) or "Invalid JSON" in str(exc):
-        return "invalid response", True, False, None
-    if isinstance(exc, lit.Timeout):
-        return "timeout", True, False, None
-    if isinstance(exc, lit.RateLimitError) or status == 429:
-        return "429", True, False, wait
-    if isinstance(exc, lit.AuthenticationError | lit.PermissionDeniedError):
-        return f"auth {status}", False, True, None
-    if isinstance(exc, lit.NotFoundError):
-        return f"not found {status}", False, True, None
-    if isinstance(exc, lit.ContextWindowExceededError | lit.BadRequestError):
-        return f"bad request {status}", False, False, None
-    if isinstance(exc, lit.APIConnectionError) or "Connection error" in str(exc):
-        return "connection", True, False, None
-    if isinstance(status, int) and status >= 500:
-        return f"{status}", True, False, wait
-    if isinstance(
-        exc,
-        lit.InternalServerError | lit.ServiceUnavailableError | lit.BadGatewayError,
-    ):
-        return f"{status or '5xx'}", True, False, wait
-    return f"error {type(exc).__name__}", False, False, None
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    resp = getattr(exc, "response", None)
-    headers = getattr(resp, "headers", None) or {}
-    try:
-        val = headers.get("retry-after") or headers.get("Retry-After")
-        return min(60.0, float(val)) if val is not None else None
-    except (TypeError, ValueError, AttributeError):
-        return None

@@ -6,6 +6,9 @@ Ray records the same calls, answers and costs as a local one. A try that fails c
 as (outcome, retryable, fatal, wait, message) and is raised here as
 :class:`~quorum.live.openai_http.HTTPCallError`, classified as the local path would.
 
+The try itself is :class:`~quorum.live.chat_try.ChatTry`, the same object the local engine
+uses; this module does not import :mod:`quorum.live.llm` (nor it this one at import time).
+
 The API key of an annotator travels to the actors with each request (Ray's object store,
 not the ledger or the logs).
 """
@@ -16,58 +19,39 @@ import itertools
 import threading
 from typing import Any
 
+from quorum.live.chat_try import ChatTry, Reply, Route, classify
 from quorum.live.openai_http import HTTPCallError
-
-#: route = (model, api_base, api_key, timeout, server model for the lean client or None)
-Route = tuple[str | None, str | None, str | None, float, str | None]
 
 
 class CallWorker:
-    """The actor: makes one try of a chat completion, never raises for endpoint errors."""
+    """The actor: makes one try with :class:`~quorum.live.chat_try.ChatTry` (the same
+    code as the local engine), never raises for endpoint errors."""
 
     def __init__(self) -> None:
         # imported now, not on the first call: an import inside a call would hold the actor's
         # event loop while other calls are in flight (and run out their timeouts)
         import aiohttp  # noqa: F401
 
-        import quorum.live.llm
         import quorum.live.openai_http  # noqa: F401
 
-        self.clients: dict[tuple, Any] = {}
-        self._litellm: Any = None
+        self.chat = ChatTry()
+        self._litellm_ready = False
 
     async def call(
         self, route: Route, messages: list[dict[str, str]], params: dict[str, Any]
     ) -> tuple:
-        model, api_base, api_key, timeout, server_model = route
         try:
-            if server_model is not None:
-                from quorum.live.openai_http import OpenAIHTTPClient, reply_fields
-
-                key = (api_base, api_key, timeout)
-                client = self.clients.get(key)
-                if client is None:
-                    assert api_base is not None
-                    client = self.clients[key] = OpenAIHTTPClient(api_base, api_key, timeout)
-                data = await client.complete(server_model, messages, params)
-                return ("ok", *reply_fields(data))
-            if self._litellm is None:  # heavy import: off the event loop
+            if route[4] is None and not self._litellm_ready:  # heavy import: off the loop
                 import asyncio
 
-                from quorum.live.llm import get_litellm
+                from quorum.live.chat_try import get_litellm
 
-                self._litellm = await asyncio.to_thread(get_litellm)
-            resp = await self._litellm.acompletion(
-                model=model, messages=messages, api_base=api_base, api_key=api_key,
-                timeout=timeout, num_retries=0, max_retries=0, **params,
-            )  # fmt: skip
-            from quorum.live.llm import litellm_reply_fields
-
-            return ("ok", *litellm_reply_fields(resp))
+                await asyncio.to_thread(get_litellm)
+                self._litellm_ready = True
+            r = await self.chat(route, messages, params)
+            return ("ok", r.content, r.prompt_tokens, r.completion_tokens, r.logprobs)
         except Exception as exc:
-            from quorum.live.llm import _classify
-
-            outcome, retryable, fatal, wait = _classify(exc)
+            outcome, retryable, fatal, wait = classify(exc)
             msg = str(exc) if isinstance(exc, HTTPCallError) else f"{type(exc).__name__}: {exc}"
             return ("error", outcome, retryable, fatal, wait, msg)
 
@@ -85,11 +69,11 @@ class RayCallPool:
 
     async def call(
         self, route: Route, messages: list[dict[str, str]], params: dict[str, Any]
-    ) -> tuple[str | None, int | None, int | None]:
-        """One try on an actor: (content, prompt tokens, completion tokens), or raises."""
+    ) -> Reply:
+        """One try on an actor: its :class:`~quorum.live.chat_try.Reply`, or raises."""
         res = await self.actors[next(self._turn)].call.remote(route, messages, params)
         if res[0] == "ok":
-            return res[1], res[2], res[3]
+            return Reply(res[1], res[2], res[3], res[4])
         _, outcome, retryable, fatal, wait, msg = res
         raise HTTPCallError(msg, outcome, retryable, fatal=fatal, wait=wait)
 

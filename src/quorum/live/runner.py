@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from quorum.data.writer import jsonable
@@ -34,6 +35,7 @@ from quorum.live.source import LiveSource, LiveStats
 from quorum.progress import ProgressBar
 from quorum.routing.base import Outcome, Router, RoutingResult
 from quorum.routing.budget import Budget, from_units, to_units
+from quorum.routing.fallback import fill_unlabelled, item_space
 
 log = logging.getLogger("quorum.live")
 
@@ -49,10 +51,21 @@ def make_method(name: str, params: dict[str, Any]) -> Router:
         raise ConfigError(str(exc)) from None
 
 
-def progress_line(done: int, total: int, spent: float, left: float) -> str:
-    """The one line both the progress bar and ``quorum status`` print (money exact)."""
+def progress_line(
+    done: int,
+    total: int,
+    spent: float,
+    left: float,
+    provisional: int = 0,
+    people_pending: int | None = None,
+) -> str:
+    """The one line both the progress bar and ``quorum status`` print (money exact):
+    labelled items (of which ``provisional``: their human task still waits), the people's
+    pending tasks, money."""
+    lab = f"labelled {done}/{total}" + (f" ({provisional} provisional)" if provisional else "")
+    ppl = "" if people_pending is None else f" | people: {people_pending} task(s) pending"
     return (
-        f"labelled {done}/{total} | spent ${money_str(to_units(spent))} | "
+        f"{lab}{ppl} | spent ${money_str(to_units(spent))} | "
         f"budget left ${money_str(to_units(left))}"
     )
 
@@ -83,6 +96,28 @@ def check_budget(cfg: ProjectConfig, arms: dict[str, Any]) -> None:
         )
 
 
+#: human tasks a pass may keep waiting at once where ``humans.queue_depth`` is unset: 1,
+#: a pass stops at its first unanswered task (the behaviour the existing tests and the
+#: replay-exact path assume); docs/live.md advises twice the team's size
+DEFAULT_QUEUE_DEPTH = 1
+
+
+def _queue_depth(cfg: ProjectConfig, human: Any) -> int:
+    """``humans.queue_depth``, else :data:`DEFAULT_QUEUE_DEPTH`."""
+    if human is None:
+        return 1
+    depth = getattr(cfg.humans, "queue_depth", None)
+    return int(depth) if depth else DEFAULT_QUEUE_DEPTH
+
+
+def check_humans(cfg: ProjectConfig, human: Any) -> None:
+    """The human backend answers, takes the token and lets its user use the project:
+    checked before the first paid call (one clear error, issue 27)."""
+    check = getattr(getattr(human, "queue", None), "check", None)
+    if callable(check):
+        check(cfg.humans.labelstudio.token_env)
+
+
 class Progress:
     """The run's progress: the one progress bar (terminal), else a log line every ``every`` s."""
 
@@ -94,11 +129,30 @@ class Progress:
             total, "annotate", enabled=not quiet
         ).__enter__()
 
-    def update(self, _out: Outcome | None, s: LiveStats) -> None:
-        line = progress_line(len(s.items_ok), s.n_items, s.committed, s.left)
+    #: labelled items and provisional ones after the last pass, and the people's pending
+    #: tasks: a pass replays from the start, so its own count starts at zero; the line
+    #: shows the larger of the two and never goes backwards across passes (issue 27)
+    floor: int = 0
+    provisional: int = 0
+    people: int | None = None
+
+    def pass_done(self, result: RoutingResult | None, source: LiveSource) -> None:
+        """A pass ended: its labels (provisional ones marked) and the people's queue."""
+        if result is not None and len(result.labels):
+            lab = result.labels
+            self.floor = int(lab["output"].notna().sum())
+            if "provisional" in lab.columns:
+                self.provisional = int((lab["provisional"] & lab["output"].notna()).sum())
+        if source.human is not None:
+            self.people = len(source.ledger.pending_humans())
+        self.update(None, source.stats, force=True)
+
+    def update(self, _out: Outcome | None, s: LiveStats, force: bool = False) -> None:
+        done = max(self.floor, len(s.items_ok))
+        line = progress_line(done, s.n_items, s.committed, s.left, self.provisional, self.people)
         if self._bar is not None and self._bar.shown:
-            self._bar.update(line, completed=len(s.items_ok))
-        elif not self.quiet and time.monotonic() - self._last >= self.every:
+            self._bar.update(line, completed=done)
+        elif not self.quiet and (force or time.monotonic() - self._last >= self.every):
             self._last = time.monotonic()
             print(line, file=sys.stderr, flush=True)
 
@@ -135,6 +189,10 @@ class RunSummary:
     note: str | None = None
     #: what the router decided and why (``DECISION_KEYS`` of its ``info``), for provenance
     decisions: dict[str, Any] = field(default_factory=dict)
+    #: items the run could not label (no source could give a label), with the reason
+    unlabelled: dict[str, str] = field(default_factory=dict)
+    #: items labelled by a fallback (:func:`fill_labels`), by its name
+    filled: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -179,6 +237,7 @@ def annotate(
             )
         redactor = Redactor()
         arms, human = build_arms(cfg, items, views, redactor)
+        check_humans(cfg, human)
         check_budget(cfg, arms)
         task = build_task(cfg, arms, human)
         check_definition(cfg, ledger)  # labels or prices changed since the answers: refuse
@@ -206,6 +265,7 @@ def annotate(
             gold=dict(zip(items["item_id"], items["gold"], strict=True))
             if "gold" in items.columns
             else None,
+            queue_depth=_queue_depth(cfg, human),
         )
         source.resubmit_pending()
         source.collect_answers()
@@ -222,23 +282,29 @@ def annotate(
             source.skip_unpaid = True  # a planned call the ledger cannot pay: not made
             router = make_method(cfg.method, _with_human_quality(cfg, source))
             result = router.route(problem, source, budget, seed=cfg.seed)
+            result = fill_labels(result, problem, source)
             ledger.write_result(run_id, passes, result.annotations, result.labels, result.trace)
-            if source.frozen:
+            progress.pass_done(result, source)
+            if source.waiting:
                 source.collect_answers()  # answers that came while the pass ran
-                if _all_resolved(ledger, source.blocking):
-                    came += len(source.blocking)
+                n_res = _n_resolved(ledger, source.blocking)
+                if n_res:  # route again with them (delayed feedback)
+                    came += n_res
                     continue
                 if wait_left <= 0:
                     break
                 t0 = time.monotonic()
-                n_came, done = _wait_for(source, ledger, t0 + wait_left)
+                n_came, _done = _wait_for(source, ledger, t0 + wait_left)
                 wait_left -= time.monotonic() - t0
                 came += n_came
-                if not done:
+                if not n_came:
                     break
                 continue
             # a complete pass: tasks it did not ask for are used (answered) or freed (pending)
-            n_given, n_withdrawn = _settle_orphans(source, ledger)
+            ahead = source.queue_depth > 1
+            if ahead and _label_orphans(result, source, ledger):
+                ledger.write_result(run_id, passes, result.annotations, result.labels, result.trace)
+            n_given, n_withdrawn = _settle_orphans(source, ledger, give=not ahead)
             n_calls = _give_paid_calls(source, ledger)
             given += n_given
             withdrawn += n_withdrawn
@@ -275,6 +341,47 @@ def annotate(
         ledger.close()
 
 
+def fill_labels(result: RoutingResult, problem: Any, source: LiveSource) -> RoutingResult:
+    """Every item the pass left without a label gets one where a source can give it
+    (:func:`~quorum.routing.fallback.fill_unlabelled`: the label model's kNN vote of the
+    human labels, else of the other items' labels), whatever the method. The labels frame
+    gains ``labelled_by`` (the fallback's name, else None: the annotators' answers),
+    ``why_unlabelled`` (an item still without a label) and ``provisional`` (the item's
+    human task is still pending). Nothing is called or paid."""
+    labels = result.labels.copy()
+    if labels.empty:
+        return result
+    ann = result.annotations
+    human = source.human.name if source.human is not None else problem.task.human
+    hum: dict[str, str] = {}
+    if len(ann) and human:
+        ok = ann[(ann["annotator"] == human) & (ann["status"] == "ok") & ann["output"].notna()]
+        hum = dict(zip(ok["item_id"].astype(str), ok["output"].astype(str), strict=True))
+    pos = {str(i): j for j, i in enumerate(problem.item_ids)}
+    rows = np.array([pos[str(i)] for i in labels["item_id"]], dtype=int)
+    space = item_space(problem.phi, problem.embeddings)[rows]
+    outs = [None if v is None or v != v else str(v) for v in labels["output"]]
+    filled = fill_unlabelled(
+        outs,
+        [hum.get(str(i)) for i in labels["item_id"]],
+        list(problem.task.labels or []),
+        space,
+    )
+    labels["output"] = filled.labels
+    labels["labelled_by"] = filled.by
+    labels["why_unlabelled"] = filled.why
+    waiting = set(source.ledger.pending_humans()["item_id"]) if source.human is not None else set()
+    labels["provisional"] = [str(i) in waiting for i in labels["item_id"]]
+    if filled.n_filled:
+        log.info(
+            "%d item(s) without a usable answer labelled by %s",
+            filled.n_filled,
+            ", ".join(sorted({b for b in filled.by if b})),
+        )
+    result.labels = labels
+    return result
+
+
 def _with_human_quality(cfg: ProjectConfig, source: LiveSource) -> dict[str, Any]:
     """The router's parameters, with the human arm's estimated quality where the router
     takes one (``human_quality``) and the project does not set it itself."""
@@ -291,6 +398,11 @@ def _with_human_quality(cfg: ProjectConfig, source: LiveSource) -> dict[str, Any
     return params
 
 
+def _n_resolved(ledger: Ledger, keys: dict[str, str]) -> int:
+    """How many of the tasks ``keys`` have their labels or expired."""
+    return sum(_all_resolved(ledger, {k: v}) for k, v in keys.items())
+
+
 def _all_resolved(ledger: Ledger, keys: dict[str, str]) -> bool:
     """Every task ``keys`` has its labels, or expired (the router plans it without)."""
     return all(
@@ -300,7 +412,8 @@ def _all_resolved(ledger: Ledger, keys: dict[str, str]) -> bool:
 
 
 def _wait_for(source: LiveSource, ledger: Ledger, deadline: float) -> tuple[int, bool]:
-    """Sleep until every task the frozen pass waits for is answered, or the deadline.
+    """Sleep until one of the tasks the pass waits for is answered (or expires), or the
+    deadline.
 
     Returns (answers that came while waiting, whether all of them are in). Nothing is
     routed or written while it sleeps: the queue is looked at, the ledger only changes
@@ -337,7 +450,8 @@ def _wait_for(source: LiveSource, ledger: Ledger, deadline: float) -> tuple[int,
         if now > answered:
             answered = now
             log.info("human tasks waited for: %s (of %d)", _came(ledger, keys), n)
-    if answered < n:
+            break  # route again at once: the others are still being answered
+    if answered == first:
         log.info(
             "time is up: human tasks waited for: %s (of %d); run again (or with a longer "
             "--wait) to go on",
@@ -384,15 +498,58 @@ def _give_paid_calls(source: LiveSource, ledger: Ledger) -> int:
     return len(new)
 
 
-def _settle_orphans(source: LiveSource, ledger: Ledger) -> tuple[int, int]:
-    """After a complete pass: answered tasks it did not ask for are given to the router,
-    pending ones are withdrawn (their held money is freed). Returns the two counts."""
+def _orphan_answers(source: LiveSource, ledger: Ledger) -> pd.DataFrame:
+    """Answered human tasks the last pass did not ask for (and not given to the router)."""
+    tasks = ledger.human_tasks()
+    tasks = tasks[tasks["annotator"] == source.human.name] if source.human else tasks[:0]
+    asked = tasks["request_key"].isin(list(source.asked_human))
+    return tasks[(tasks["status"] == "answered") & (tasks["given"] != 1) & ~asked]
+
+
+def _label_orphans(result: RoutingResult | None, source: LiveSource, ledger: Ledger) -> int:
+    """With tasks sent ahead (``queue_depth`` > 1): each answered task the complete pass
+    did not ask for is its item's label (``labelled_by`` the human arm), instead of being
+    given to the router to route again. Giving them back changes the router's plan (its
+    budget and checks start from them: on llms-for-css/flute at 0.3, QUORUM's accuracy
+    fell from 0.65 to 0.40, against 0.58 this way; scripts/delayed_feedback.py). Returns
+    how many labels it set."""
+    if result is None or source.human is None:
+        return 0
+    orphans = _orphan_answers(source, ledger)
+    got = {str(i): y for i, y in zip(orphans["item_id"], orphans["label"], strict=True)
+           if isinstance(y, str)}  # fmt: skip
+    if not got:
+        return 0
+    lab = result.labels.copy()
+    hit = lab["item_id"].astype(str).isin(list(got))
+    lab.loc[hit, "output"] = lab.loc[hit, "item_id"].astype(str).map(got)
+    lab.loc[hit, "human"] = True
+    if "labelled_by" not in lab.columns:
+        lab["labelled_by"] = None
+    lab["labelled_by"] = lab["labelled_by"].astype(object)
+    lab.loc[hit, "labelled_by"] = f"{source.human.name} (a task sent ahead)"
+    if "why_unlabelled" in lab.columns:
+        lab.loc[hit, "why_unlabelled"] = None
+    result.labels = lab
+    log.info(
+        "%d human answer(s) to tasks sent ahead that the last pass did not ask for are their "
+        "items' labels (items %s)",
+        int(hit.sum()),
+        _ids(sorted(got)),
+    )
+    return int(hit.sum())
+
+
+def _settle_orphans(source: LiveSource, ledger: Ledger, give: bool = True) -> tuple[int, int]:
+    """After a complete pass: answered tasks it did not ask for are given to the router
+    (``give``), pending ones are withdrawn (their held money is freed). Returns the two
+    counts."""
     if source.human is None:
         return 0, 0
     tasks = ledger.human_tasks()
     tasks = tasks[tasks["annotator"] == source.human.name]
     asked = tasks["request_key"].isin(list(source.asked_human))
-    orphan_ans = tasks[(tasks["status"] == "answered") & (tasks["given"] != 1) & ~asked]
+    orphan_ans = _orphan_answers(source, ledger) if give else tasks[:0]
     orphan_pend = tasks[(tasks["status"] == "pending") & ~asked]
     if len(orphan_ans):
         ledger.mark_given(orphan_ans["request_key"].tolist())
@@ -474,10 +631,26 @@ def _summary(ledger, run_id, passes, result, source, n_int, human) -> RunSummary
     labelled = int(result.labels["output"].notna().sum()) if result is not None else 0
     money = ledger.money_units()
     dead = [n for n, a in source.annotators.items() if not a.available]
-    waiting = sorted(source.blocking.values()) if source.frozen else []
+    waiting = sorted(source.blocking.values()) if source.waiting else []
+    unlabelled: dict[str, str] = {}
+    filled: dict[str, int] = {}
+    if result is not None and "why_unlabelled" in result.labels.columns:
+        lab = result.labels
+        miss = lab[lab["output"].isna()]
+        unlabelled = {
+            str(i): str(w or "no usable answer")
+            for i, w in zip(miss["item_id"], miss["why_unlabelled"], strict=True)
+        }
+        filled = {str(k): int(v) for k, v in lab["labelled_by"].dropna().value_counts().items()}
+    if source.waiting:
+        state = "pending"
+    elif unlabelled:
+        state = "unlabelled"
+    else:
+        state = "finished"
     return RunSummary(
         run_id=run_id,
-        status="pending" if source.frozen else "finished",
+        status=state,
         passes=passes,
         n_items=len(source.items),
         labelled=labelled,
@@ -493,6 +666,8 @@ def _summary(ledger, run_id, passes, result, source, n_int, human) -> RunSummary
         arms=[n for n, a in source.annotators.items() if a.kind != "human"],
         note=None if result is None else result.info.get("note"),
         decisions={} if result is None else router_decisions(result.info),
+        unlabelled=unlabelled,
+        filled=filled,
     )
 
 
@@ -524,6 +699,22 @@ def _human_links(cfg: ProjectConfig, item_ids: list[str]) -> dict[str, str]:
 
 
 # -- status -------------------------------------------------------------------------
+#: run statuses whose labels are final (a run that ended with unlabelled items is done too:
+#: its unlabelled items are not final, the rest are)
+DONE = ("finished", "unlabelled")
+
+
+def _extra(text: str | None) -> dict[str, Any]:
+    """The ``extra`` JSON of a ledger row (empty where there is none)."""
+    if not text:
+        return {}
+    try:
+        v = json.loads(text)
+    except ValueError:
+        return {}
+    return v if isinstance(v, dict) else {}
+
+
 def _last_pass(ledger: Ledger) -> tuple[sqlite3.Row | None, int | None]:
     """The latest run that wrote labels and its last pass (finished or pending)."""
     rows = ledger.query(
@@ -563,13 +754,20 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         last = ledger.last_run()
         run, p = _last_pass(ledger)
         labelled = None
+        unlabelled: dict[str, str] = {}
+        provisional = 0
         if run is not None:
-            labelled = int(
-                ledger.query(
-                    "SELECT count(*) FROM labels WHERE run_id=? AND pass=? AND output IS NOT NULL",
-                    (run["run_id"], p),
-                )[0][0]
+            rows = ledger.query(
+                "SELECT item_id, output, extra FROM labels WHERE run_id=? AND pass=?",
+                (run["run_id"], p),
             )
+            labelled = sum(r["output"] is not None for r in rows)
+            for r in rows:
+                extra = _extra(r["extra"])
+                provisional += extra.get("provisional") is True and r["output"] is not None
+                if r["output"] is None:
+                    why = extra.get("why_unlabelled")
+                    unlabelled[r["item_id"]] = why if isinstance(why, str) else "no usable answer"
         tasks = ledger.human_tasks()
         team = HumanBook(ledger).reliability_frame()
         slots = HumanBook(ledger).labels()
@@ -586,11 +784,18 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         "project": cfg.name,
         "ledger": str(cfg.ledger_path),
         "line": progress_line(
-            labelled or 0, n_items, from_units(money["committed"]), from_units(left_u)
+            labelled or 0,
+            n_items,
+            from_units(money["committed"]),
+            from_units(left_u),
+            provisional,
+            len(pending) if len(tasks) else None,
         ),
         "items": n_items,
         "labelled": labelled,
-        "labels_final": bool(run is not None and run["status"] == "finished"),
+        "labels_final": bool(run is not None and run["status"] in DONE),
+        "unlabelled": unlabelled,
+        "provisional": provisional,
         "labels_run": None if run is None else int(run["run_id"]),
         "budget": money_str(limit_u),
         "spent": money_str(money["committed"]),
@@ -659,7 +864,7 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
     finally:
         ledger.close()
     names = cfg.task.label_names or {}
-    final = run["status"] == "finished"
+    done = run["status"] in DONE
     human_name = cfg.human
     waiting = set(tasks.loc[tasks["status"] == "pending", "item_id"])
     answered = {r["item_id"]: r for r in tasks[tasks["status"] == "answered"].to_dict("records")}
@@ -681,10 +886,14 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
         answers = {k: (None if v != v else v) for k, v in answers.items()}
         statuses = {} if ann is None else dict(zip(ann["annotator"], ann["status"], strict=True))
         out = r["output"]
+        extra = _extra(r.get("extra"))
         task = answered.get(iid)
         by = [a for a, v in answers.items() if out is not None and v == out]
-        if out is not None and not by:
+        if isinstance(extra.get("labelled_by"), str):
+            by = [extra["labelled_by"]]  # no usable answer: the fallback (fill_labels)
+        elif out is not None and not by:
             by = [LABEL_MODEL]  # no annotator gave this label: the router's label model did
+        provisional = extra.get("provisional") is True or iid in waiting
         if human_name in by and task is not None and task["answered_by"]:
             by = [f"{human_name} ({task['answered_by']})" if a == human_name else a for a in by]
         rows.append(
@@ -693,7 +902,8 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
                 "text": items["text"].get(iid),
                 "label": out,
                 "label_name": names.get(out, out) if out is not None else None,
-                "final": final,
+                "final": done and out is not None and not provisional,
+                "why_not_final": _why_not_final(done, out, provisional, extra),
                 "agreement": r["agreement"],
                 "n_annotations": r["n_annotations"],
                 "human": bool(r["human"]),
@@ -710,6 +920,18 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def _why_not_final(done: bool, out: Any, provisional: bool, extra: dict[str, Any]) -> str | None:
+    """Why an exported label is not final (None where it is)."""
+    if out is None:
+        why = extra.get("why_unlabelled")
+        return why if isinstance(why, str) else "no usable answer"
+    if provisional:
+        return "its human task waits for answers (provisional label)"
+    if not done:
+        return "the run waits for human answers (labels so far are provisional)"
+    return None
 
 
 def export(cfg: ProjectConfig, fmt: str, out: Path | None) -> Path:

@@ -6,12 +6,15 @@ committed -> Outcome returned. ``annotate_many`` runs its requests concurrently 
 asyncio loop (one background thread), under per-annotator semaphores and rate limits and a
 global concurrency cap.
 
-A routing pass is *frozen* as soon as a call returns a human task that still waits for its
-answer: the router's next decisions would depend on that answer, so from then on the pass
-makes no new paid call and sends no new human task (answers already in the ledger are still
-served, so the pass ends with provisional labels). The runner waits for the answers and runs
-the router again; the replay then takes exactly the path a router with an instant human
-would take.
+Human tasks are sent ahead (issue 27): a pass that reaches a human task still waiting for
+its answer goes on, routing the rest with the human answers it has (the waiting item counts
+as asked, its label provisional), until ``queue_depth`` of its human tasks wait at once.
+Then the pass is *frozen*: it makes no new paid call and sends no new human task (answers
+already in the ledger are still served, so the pass ends with provisional labels). The
+runner routes again as soon as any of those answers comes (delayed feedback: the next pass
+takes it into account from the start), so that a slow person holds up nobody. With
+``queue_depth = 1`` a pass freezes at its first unanswered task, and the replay takes
+exactly the path a router with an instant human would take (the behaviour before).
 """
 
 from __future__ import annotations
@@ -122,8 +125,11 @@ class LiveSource:
         redactor: Redactor | None = None,
         on_event: Callable[[Outcome, LiveStats], None] | None = None,
         gold: dict[str, str] | None = None,
+        queue_depth: int = 1,
     ) -> None:
         self.task_type = task_type
+        #: human tasks a pass may have waiting at once before it freezes
+        self.queue_depth = max(1, int(queue_depth))
         self.items = {it.item_id: it for it in items}
         self.annotators = annotators
         self.ledger = ledger
@@ -186,9 +192,14 @@ class LiveSource:
             return []
         frozen = self.frozen
         outs = self._loop.run(self._many(requests))
-        if not frozen and any(o.status == "pending" for o in outs):
-            self.frozen = True  # later decisions depend on the answers: stop spending
+        if not frozen and len(self.blocking) >= self.queue_depth:
+            self.frozen = True  # the queue is full: later decisions wait for answers
         return outs
+
+    @property
+    def waiting(self) -> bool:
+        """The pass waits for human answers (frozen, or ended with tasks pending)."""
+        return self.frozen or bool(self.blocking)
 
     def confidence(self, item_id: str, annotator: str) -> Outcome:
         return self._loop.run(self._confidence(item_id, annotator))
@@ -373,8 +384,14 @@ class LiveSource:
         if ann is None or not ann.gives_confidence:
             return Outcome(item_id, annotator, None, 0.0, status="failed")
         pred = self._last.get((item_id, annotator))
+        row = self.ledger.completed(ann.request(item, "annotate").key)
+        if row is not None and row["status"] == "ok" and row["confidence"] is not None:
+            # the answer came with logprobs over the options: its confidence, free (issue 27)
+            conf = float(row["confidence"])
+            out = Outcome(item_id, annotator, None, 0.0, confidence=conf, raw="logprobs")
+            self._event(out)
+            return out
         if pred is None:
-            row = self.ledger.completed(ann.request(item, "annotate").key)
             pred = row["output"] if row is not None and row["status"] == "ok" else None
         if pred is None:
             return Outcome(item_id, annotator, None, 0.0, status="failed", raw="no prior answer")

@@ -1,0 +1,154 @@
+"""Every item labelled (issue 27): an item whose only answers did not parse gets the label
+model's vote; an item no source can label is not final, and the run says so in its exit
+status and last line (issue 28 item 2)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from live_servers.fixtures import SST2_TASK, FakeServer, quorum, sst2_items, write_project
+from quorum.live.config import load_project
+from quorum.live.runner import annotate, export_frame, status
+from test_live_team import NAMES, _append, _gold
+
+pytestmark = [pytest.mark.realdata]
+
+
+def _project(data_dir: Path, api_base: str, method: str, params: dict, n: int,
+             humans: bool = True, budget: float = 0.6) -> dict:  # fmt: skip
+    llm = {"api_base": api_base, "max_tokens": 8, "max_retries": 0, "price": 0.001}
+    anns = [{"name": "fake-a", "model": "openai/fake-a", **llm}]
+    if humans:
+        anns.append({"name": "team", "kind": "human", "price": 0.02})
+    return {
+        "name": "lab",
+        "method": method,
+        "method_params": params,
+        "features": "light",
+        "items": sst2_items(data_dir, n),
+        "task": SST2_TASK,
+        "budget": {"limit": budget},
+        "annotators": anns,
+        "seed": 0,
+    }
+
+
+class GoldTeam:
+    """One person answering every task in pending.csv with its gold label."""
+
+    def __init__(self, queue: Path, gold: dict[str, str]) -> None:
+        self.queue, self.gold, self.done = queue, gold, set()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            p = self.queue / "pending.csv"
+            if p.is_file():
+                ids = [i for i in pd.read_csv(p, dtype=str)["item_id"] if i not in self.done]
+                if ids:
+                    _append(self.queue / "answers.csv",
+                            [[i, NAMES[self.gold[i]], "ann"] for i in ids])  # fmt: skip
+                    self.done.update(ids)
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "falls_back"),
+    [("quorum", {"dollars_strategy": "bandit"}, True), ("quorum", {}, False), ("random", {}, True)],
+    ids=["quorum-bandit", "quorum", "random"],
+)
+def test_unparseable_only_items_get_the_label_models_vote(
+    tmp_path, shared_data_dir, method, params, falls_back
+) -> None:
+    """60% of the LLM's answers are garbage: every item still ends with a label, the ones
+    with no usable answer from the label model, and the budget rule holds. (QUORUM's audit
+    path labels them with its own label model; the bandit path and random left them
+    unlabelled before issue 27.)"""
+    with FakeServer(tmp_path, "--rate-garbage", "0.6", name="g") as srv:
+        data = _project(shared_data_dir, srv.api_base, method, params, 40)
+        cfg = load_project(write_project(tmp_path, data))
+        team = GoldTeam(cfg.queue_dir, _gold(shared_data_dir))
+        try:
+            s = annotate(cfg, quiet=True, wait=120)
+        finally:
+            team.close()
+    assert s.status == "finished", s.unlabelled
+    assert s.labelled == 40 and not s.unlabelled
+    df = export_frame(cfg)
+    assert df["label"].notna().all() and df["final"].all()
+    by_lm = df[df["labelled_by"].map(lambda b: b == ["label model"])]
+    # the items without a usable answer of their own: all labelled by the label model
+    bare = df[df["answers"].map(lambda a: all(v is None for v in a.values()))]
+    assert len(bare) > 0 and set(bare["item_id"]) <= set(by_lm["item_id"])
+    assert s.filled.get("label model", 0) <= len(bare)
+    assert s.filled.get("label model", 0) > 0 or not falls_back
+    con = sqlite3.connect(cfg.ledger_path)
+    calls = pd.read_sql_query("SELECT request_key, status, cost FROM calls", con)
+    con.close()
+    assert (calls["status"] == "unparseable").any()
+    paid = calls[calls["status"].isin(["ok", "unparseable", "pending"])]
+    assert not paid["request_key"].duplicated().any()  # nothing paid twice
+    assert paid["cost"].sum() <= 0.6 + 1e-9
+    st = status(cfg)
+    assert st["labelled"] == 40 and not st["unlabelled"] and st["labels_final"]
+
+
+def test_items_no_source_can_label_are_not_final_and_the_run_says_so(
+    tmp_path, shared_data_dir
+) -> None:
+    """Every LLM answer is garbage and the budget buys no person: nothing can label them.
+    The run ends with status 'unlabelled' and exit status 3, its last line names them, and
+    the export marks them not final with the reason."""
+    with FakeServer(tmp_path, "--rate-garbage", "1.0", name="g") as srv:
+        data = _project(shared_data_dir, srv.api_base, "random", {}, 12, budget=0.015)
+        proj = write_project(tmp_path, data)
+        r = quorum("annotate", str(proj), "--quiet")
+    assert r.returncode == 3, r.stdout + r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert "not finished: 12 of 12 item(s) have no label" in last, last
+    cfg = load_project(proj)
+    df = export_frame(cfg)
+    assert df["label"].isna().all() and not df["final"].any()
+    assert df["why_not_final"].str.contains("no usable answer").all()
+    st = status(cfg)
+    assert len(st["unlabelled"]) == 12
+
+
+def test_progress_never_goes_backwards_across_passes(capsys) -> None:
+    """A new pass replays from the start (its own count restarts at 0): the line keeps the
+    last pass's labelled count, with the provisional ones and the people's pending tasks."""
+    from types import SimpleNamespace
+
+    from quorum.live.runner import Progress
+    from quorum.live.source import LiveStats
+
+    p = Progress(10, quiet=False, every=0.0)
+    p._bar = None  # no terminal: the log line
+    stats = LiveStats(10, 1.0)
+    labels = pd.DataFrame(
+        {"output": ["a"] * 6 + [None] * 4, "provisional": [True, True] + [False] * 8}
+    )
+    pending = pd.DataFrame({"item_id": ["1", "2", "3"]})
+    source = SimpleNamespace(
+        stats=stats, human=object(), ledger=SimpleNamespace(pending_humans=lambda: pending)
+    )
+    p.pass_done(SimpleNamespace(labels=labels), source)
+    stats.items_ok = {"x"}  # the next pass has labelled one item so far
+    p.update(None, stats, force=True)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1].startswith("labelled 6/10 (2 provisional) | people: 3 task(s) pending")
+    stats.items_ok = {str(i) for i in range(8)}
+    p.update(None, stats, force=True)
+    assert capsys.readouterr().err.strip().startswith("labelled 8/10")
