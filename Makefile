@@ -10,6 +10,8 @@ TEST_STAMP := $(VENV)/.installed-test
 LS_VENV := .venv-labelstudio
 LS_STAMP := $(LS_VENV)/.installed
 LABEL_STUDIO := label-studio==1.23.2
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF \
+	-DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 # Debian's Chromium + chromedriver for the headless-browser report test
 # (tests/test_report_browser.py); sudo only when not already root.
 BROWSER_PKGS := chromium chromium-driver
@@ -36,6 +38,12 @@ $(STAMP): requirements.lock pyproject.toml
 
 # test-only extras (llama-cpp-python server + SmolLM2), pinned and installed without deps
 $(TEST_STAMP): requirements-test.lock $(STAMP)
+	# llama.cpp (the test server's engine) is compiled for a portable CPU, not -march=native:
+	# a native build on a CPU with AMX tiles compiles in AMX kernels, and where the kernel
+	# does not grant AMX tile state (these VMs) the server dies at its first completion
+	# (general protection fault at ldtilecfg). --no-cache-dir: never reuse a native wheel.
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-deps --no-cache-dir \
+		--no-binary llama-cpp-python $$(grep -E '^llama[-_]cpp[-_]python==' requirements-test.lock)
 	$(BIN)/pip install -q --no-deps -r requirements-test.lock
 	touch $(TEST_STAMP)
 
