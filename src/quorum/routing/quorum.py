@@ -254,6 +254,9 @@ class QuorumRouter(Router):
         on problems of at most this many items (50,000). Its kNN search is exact, so a
         round costs O(T x human labels): above the cap the run uses the one-shot audit and
         the weighted vote, and ``info["label_model"]`` says so.
+    posterior_backend : "numba" (compiled posterior kernels, :mod:`quorum.routing.kernels`)
+        or "numpy" (the reference path; the results before the kernels, which differ from
+        it only in the order of some float sums: docs/performance.md).
     """
 
     name = "quorum"
@@ -315,6 +318,7 @@ class QuorumRouter(Router):
         label_model_fit: bool = True,
         label_model_bandit: bool = False,
         label_model_max_items: int = 50_000,
+        posterior_backend: str = "numba",
     ) -> None:
         self.tau_h = tau_h
         self.epsilon0 = epsilon0
@@ -370,6 +374,7 @@ class QuorumRouter(Router):
         self.label_model_fit = label_model_fit
         self.label_model_bandit = label_model_bandit
         self.label_model_max_items = label_model_max_items
+        self.posterior_backend = posterior_backend
         self._validate()
 
     @property
@@ -444,11 +449,13 @@ class _Run:
         pv_h = np.full(self.dim, float(cfg.prior_var_human))
         pv_h[bp] = cfg.budget_prior_var
         self.post = {
-            a: BayesianLinearPosterior(self.dim, 0.0, pv_llm, cfg.reward_noise)
+            a: BayesianLinearPosterior(
+                self.dim, 0.0, pv_llm, cfg.reward_noise, backend=cfg.posterior_backend
+            )
             for a in self.llm_names
         }
         self.post_h = BayesianLinearPosterior(
-            self.dim, cfg.prior_mean_human, pv_h, cfg.reward_noise
+            self.dim, cfg.prior_mean_human, pv_h, cfg.reward_noise, backend=cfg.posterior_backend
         )
         self.mask = np.zeros((self.T, self.K))
         #: x_t each arm was asked with, and which arms had their reward
