@@ -1,5 +1,6 @@
 """Shared test fixtures: the real data directory (or a skip), a smoke bench folder and a tiny
-generic dataset."""
+generic dataset; and the grouping of tests for pytest-xdist (``make test`` runs
+``pytest -n auto --dist loadgroup``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,61 @@ import pytest
 
 from quorum.data.paths import candidate_data_dirs, data_dir
 from quorum.data.schema import AnnotatorSpec, Dataset, TaskSpec
+
+#: module- or session-scoped fixtures of tests/ that are cheap to set up once per worker
+CHEAP_SHARED_FIXTURES = frozenset({"shared_data_dir"})
+
+
+def _shared_fixtures(item: pytest.Item) -> list[str]:
+    """The costly fixtures item shares with other tests: those of tests/ (not of pytest or a
+    plugin) scoped to a module or the session, e.g. a Label Studio or llama.cpp server."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return []
+    keys = []
+    for name in info.names_closure:
+        defs = info.name2fixturedefs.get(name) or ()
+        for fd in defs[-1:]:  # the definition the item uses
+            shared = fd.scope in ("module", "package", "session") and fd.baseid
+            if shared and name not in CHEAP_SHARED_FIXTURES:
+                keys.append(f"{fd.baseid}::{name}")
+    return keys
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup``: tests that share a costly fixture run on one worker.
+
+    Tests sharing a module- or session-scoped fixture of tests/ (a server, a browser, a
+    loaded model, the smoke bench) form one ``xdist_group`` (connected components: two
+    fixtures used by one test join their groups), so each is set up once, as in a serial
+    run; every other test is scheduled on its own. The groups go first, so the long ones
+    start at once and the single tests fill in around them.
+    """
+    if config.getoption("dist", "no") != "loadgroup":
+        return
+    parent: dict[str, str] = {}
+
+    def find(k: str) -> str:
+        while parent.setdefault(k, k) != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    keys = {item.nodeid: _shared_fixtures(item) for item in items}
+    for ks in keys.values():
+        for k in ks[1:]:
+            parent[find(k)] = find(ks[0])
+    grouped, single = [], []
+    for item in items:
+        ks = keys[item.nodeid]
+        if ks:
+            name = find(ks[0]).replace("/", "_").replace(":", "_")
+            item.add_marker(pytest.mark.xdist_group(name=name))
+            grouped.append(item)
+        else:
+            single.append(item)
+    items[:] = grouped + single
 
 
 @pytest.fixture(scope="session")
