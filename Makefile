@@ -63,9 +63,13 @@ demo: $(STAMP)
 	$(BIN)/quorum demo
 
 # lint first (a prerequisite: pytest does not start when ruff fails), then the tests and
-# the docstring Examples (doctests); Label Studio gets its own venv (its pins clash with ours)
+# the docstring Examples (doctests); Label Studio gets its own venv (its pins clash with ours).
+# pytest-xdist runs them on every core (at most 4 workers); tests that share a server, a
+# browser or a loaded model stay on one worker (tests/conftest.py, --dist loadgroup).
+PYTEST_WORKERS ?= auto
 test: lint $(TEST_STAMP) browser $(LS_STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --maxprocesses 4 \
+		--dist loadgroup
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests
