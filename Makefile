@@ -64,12 +64,13 @@ demo: $(STAMP)
 
 # lint first (a prerequisite: pytest does not start when ruff fails), then the tests and
 # the docstring Examples (doctests); Label Studio gets its own venv (its pins clash with ours).
-# pytest-xdist runs them on every core (at most 4 workers); tests that share a server, a
-# browser or a loaded model stay on one worker (tests/conftest.py, --dist loadgroup).
+# pytest-xdist runs them on every core (at most 4 workers), a test file at a time, so a file's
+# server, browser or loaded model is set up once; the heaviest files go first
+# (tests/conftest.py). PYTEST_WORKERS=0 runs them in one process.
 PYTEST_WORKERS ?= auto
 test: lint $(TEST_STAMP) browser $(LS_STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --maxprocesses 4 \
-		--dist loadgroup
+		--dist loadfile --no-loadscope-reorder
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests

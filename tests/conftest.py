@@ -1,9 +1,10 @@
 """Shared test fixtures: the real data directory (or a skip), a smoke bench folder and a tiny
-generic dataset; and the grouping of tests for pytest-xdist (``make test`` runs
-``pytest -n auto --dist loadgroup``)."""
+generic dataset; and the order of test files for pytest-xdist (``make test`` runs
+``pytest -n auto --dist loadfile``)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -16,56 +17,48 @@ from quorum.data.schema import AnnotatorSpec, Dataset, TaskSpec
 CHEAP_SHARED_FIXTURES = frozenset({"shared_data_dir"})
 
 
-def _shared_fixtures(item: pytest.Item) -> list[str]:
-    """The costly fixtures item shares with other tests: those of tests/ (not of pytest or a
-    plugin) scoped to a module or the session, e.g. a Label Studio or llama.cpp server."""
+def _shares_a_costly_fixture(item: pytest.Item) -> bool:
+    """Whether item uses a fixture of tests/ (not of pytest or a plugin) scoped to its module
+    or the session, e.g. a Label Studio or llama.cpp server, a browser, a loaded model."""
     info = getattr(item, "_fixtureinfo", None)
     if info is None:
-        return []
-    keys = []
+        return False
     for name in info.names_closure:
-        defs = info.name2fixturedefs.get(name) or ()
-        for fd in defs[-1:]:  # the definition the item uses
+        for fd in (info.name2fixturedefs.get(name) or ())[-1:]:  # the definition it uses
             shared = fd.scope in ("module", "package", "session") and fd.baseid
             if shared and name not in CHEAP_SHARED_FIXTURES:
-                keys.append(f"{fd.baseid}::{name}")
-    return keys
+                return True
+    return False
+
+
+def _weight(item: pytest.Item) -> int:
+    """How long item is likely to take, roughly: Label Studio 10, slow 5, a shared fixture 1."""
+    if item.get_closest_marker("labelstudio"):
+        return 10
+    if item.get_closest_marker("slow"):
+        return 5
+    return int(_shares_a_costly_fixture(item))
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under ``--dist loadgroup``: tests that share a costly fixture run on one worker.
+    """Under pytest-xdist, the heaviest files first.
 
-    Tests sharing a module- or session-scoped fixture of tests/ (a server, a browser, a
-    loaded model, the smoke bench) form one ``xdist_group`` (connected components: two
-    fixtures used by one test join their groups), so each is set up once, as in a serial
-    run; every other test is scheduled on its own. The groups go first, so the long ones
-    start at once and the single tests fill in around them.
+    ``make test`` runs ``pytest -n auto --dist loadfile --no-loadscope-reorder``: a file is
+    one unit of work, so the fixtures a file shares (a server, a browser, a loaded model) are
+    set up once, as in a serial run, and units are handed out in collection order. Files
+    are ordered here by the summed :func:`_weight` of their tests (stable otherwise), so the
+    long ones (Label Studio, Ray, the live servers) start at once and the quick files fill
+    in around them. (xdist's ``loadgroup`` would group across files, but its grouping
+    rewrites node ids in a way pytest 9 no longer reads.)
     """
-    if config.getoption("dist", "no") != "loadgroup":
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
-    parent: dict[str, str] = {}
-
-    def find(k: str) -> str:
-        while parent.setdefault(k, k) != k:
-            parent[k] = parent[parent[k]]
-            k = parent[k]
-        return k
-
-    keys = {item.nodeid: _shared_fixtures(item) for item in items}
-    for ks in keys.values():
-        for k in ks[1:]:
-            parent[find(k)] = find(ks[0])
-    grouped, single = [], []
+    weight: dict[str, int] = {}
     for item in items:
-        ks = keys[item.nodeid]
-        if ks:
-            name = find(ks[0]).replace("/", "_").replace(":", "_")
-            item.add_marker(pytest.mark.xdist_group(name=name))
-            grouped.append(item)
-        else:
-            single.append(item)
-    items[:] = grouped + single
+        path = item.nodeid.split("::", 1)[0]
+        weight[path] = weight.get(path, 0) + _weight(item)
+    items.sort(key=lambda it: -weight[it.nodeid.split("::", 1)[0]])
 
 
 @pytest.fixture(scope="session")
