@@ -274,11 +274,13 @@ def main() -> None:
             cpus.append(cpu)
             us = s / n * 1e6
             old_s = o["seconds"] if o else float("nan")
+            old_cpu = o.get("cpu_seconds", float("nan")) if o else float("nan")
             print(
                 f"{cell:<13} {n:>9,} {s:>8.2f} {n / s:>9,.0f} {us:>8.1f} "
                 f"{us / (floor * 1e6):>7.1f} {cpu:>7.2f} {cpu / n * 1e6:>11.1f} "
                 f"{r.get('peak_rss_mb', float('nan')):>7.0f} {old_s:>8.2f} {old_s / s:>7.1f} "
                 f"{r.get('strategy', '-'):>8} {os.getloadavg()[0]:>5.1f}"
+                + (f"  old CPU s {old_cpu:.2f} ({old_cpu / cpu:.1f}x)" if o else "")
                 + (f"  {r['error']}" if "error" in r else "")
                 + (f"  old: {o['error']}" if o and "error" in o else ""),
                 flush=True,
