@@ -71,9 +71,14 @@ demo: $(STAMP)
 	$(BIN)/quorum demo
 
 # lint first (a prerequisite: pytest does not start when ruff fails), then the tests and
-# the docstring Examples (doctests); Label Studio gets its own venv (its pins clash with ours)
+# the docstring Examples (doctests); Label Studio gets its own venv (its pins clash with ours).
+# pytest-xdist runs them on every core (at most 4 workers), a test file at a time, so a file's
+# server, browser or loaded model is set up once; the heaviest files go first
+# (tests/conftest.py). PYTEST_WORKERS=0 runs them in one process.
+PYTEST_WORKERS ?= auto
 test: lint $(TEST_STAMP) browser $(LS_STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --maxprocesses 4 \
+		--dist loadfile --no-loadscope-reorder
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests

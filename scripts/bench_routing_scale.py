@@ -3,7 +3,7 @@
 Usage:
   python scripts/bench_routing_scale.py [--sizes 10000 30000 100000 1000000]
       [--cells dollars:0.1 dollars:0.7 auditor:0.1 auditor:0.7] [--compare-rev REV]
-      [--compare-max 30000] [--mabwiser-decisions 2000]
+      [--compare-max 30000] [--mabwiser-decisions 2000] [--compare-backend numpy]
 
 Synthetic problems, mechanics only: T items with precomputed features (phi: 11 uniform
 columns; no item embeddings, so the auditor orders items in feature space), 3 LLMs whose
@@ -18,6 +18,9 @@ the problem is excluded and printed apart). In the same run the script measures:
   mabwiser is installed (a benchmark-only dependency, not one of QUORUM's);
 - with ``--compare-rev REV``: the router as it was at git revision REV (extracted with
   ``git archive``) on the sizes up to ``--compare-max``, for a ratio old / new;
+- with ``--compare-backend numpy``: the same router with the numpy posterior
+  (``posterior_backend="numpy"``, the reference path) instead of the compiled kernels, on
+  the sizes up to ``--compare-max``; "old" then means that path;
 - the growth exponent: the slope of log(seconds) against log(items) per cell.
 The 1-minute load average is printed with every row: the machine may be shared. The CPU
 seconds of the routing process (``time.process_time``) are printed too: on a loaded
@@ -109,7 +112,7 @@ def synthetic(n: int, setting: str, fraction: float, seed: int = 0):
 
 
 # ---------------------------------------------------------------- one cell (worker)
-def worker(n: int, setting: str, fraction: float) -> dict:
+def worker(n: int, setting: str, fraction: float, backend: str = "") -> dict:
     from quorum.routing.quorum import QuorumRouter
 
     t0 = time.perf_counter()
@@ -117,7 +120,8 @@ def worker(n: int, setting: str, fraction: float) -> dict:
     build = time.perf_counter() - t0
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t0, c0 = time.perf_counter(), time.process_time()
-    res = QuorumRouter().route(problem, source, budget, seed=0)
+    router = QuorumRouter(posterior_backend=backend) if backend else QuorumRouter()
+    res = router.route(problem, source, budget, seed=0)
     secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {
         "seconds": secs,
@@ -133,9 +137,11 @@ def worker(n: int, setting: str, fraction: float) -> dict:
     }
 
 
-def run_cell(src: Path, n: int, setting: str, fraction: float, timeout: float) -> dict:
+def run_cell(
+    src: Path, n: int, setting: str, fraction: float, timeout: float, backend: str = ""
+) -> dict:
     env = dict(os.environ, PYTHONPATH=str(src))
-    cmd = [sys.executable, __file__, "--worker", f"{n}:{setting}:{fraction}"]
+    cmd = [sys.executable, __file__, "--worker", f"{n}:{setting}:{fraction}:{backend}"]
     try:
         out = subprocess.run(
             cmd, env=env, capture_output=True, text=True, timeout=timeout, check=True
@@ -148,14 +154,15 @@ def run_cell(src: Path, n: int, setting: str, fraction: float, timeout: float) -
 
 
 # ---------------------------------------------------------------- floors
-def posterior_floor(decisions: int, dim: int, k: int = 3) -> float:
+def posterior_floor(decisions: int, dim: int, k: int = 3, backend: str = "numba") -> float:
     """Seconds per decision of the bare posterior: K pulls and one update."""
     from quorum.routing.posterior import BayesianLinearPosterior
 
     rng = np.random.default_rng(1)
     X = rng.random((decisions, dim))
     r = rng.random(decisions) < 0.7
-    posts = [BayesianLinearPosterior(dim, 0.0, 1.0, 1.0) for _ in range(k)]
+    posts = [BayesianLinearPosterior(dim, 0.0, 1.0, 1.0, backend=backend) for _ in range(k)]
+    posts[0].update(X[0], 1.0)  # compile (or load) the kernels outside the timer
     t0 = time.perf_counter()
     for i in range(decisions):
         x = X[i]
@@ -215,26 +222,35 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=900.0)
     ap.add_argument("--floor-decisions", type=int, default=20_000)
     ap.add_argument("--mabwiser-decisions", type=int, default=2_000)
+    ap.add_argument(
+        "--compare-backend",
+        choices=["numpy", "numba"],
+        help="also run each cell with this posterior_backend (up to --compare-max items)",
+    )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        n, setting, frac = args.worker.split(":")
-        print(json.dumps(worker(int(n), setting, float(frac))))
+        n, setting, frac, backend = args.worker.split(":")
+        print(json.dumps(worker(int(n), setting, float(frac), backend)))
         return
 
     src = Path(__file__).resolve().parents[1] / "src"
     old = old_source(args.compare_rev) if args.compare_rev else None
     dim = N_FEATURES + 2 + len(PRICES) + 1
     floor = posterior_floor(args.floor_decisions, dim)
+    floor_np = posterior_floor(args.floor_decisions, dim, backend="numpy")
     mab = mabwiser_floor(args.mabwiser_decisions, dim)
     print(f"load average: {os.getloadavg()[0]:.1f}, cores: {os.cpu_count()}")
-    print(f"posterior floor: {floor * 1e6:.1f} us/decision (3 pulls + 1 update, d = {dim})")
+    print(
+        f"posterior floor: {floor * 1e6:.1f} us/decision (3 pulls + 1 update, d = {dim}; "
+        f"numpy path {floor_np * 1e6:.1f} us)"
+    )
     if mab is None:
-        print("MABWiser: not installed")
+        print("MABWiser: not installed (pip install 'quorum-router[perf]'; make test installs it)")
     else:
         print(
             f"MABWiser LinTS: {mab * 1e6:.1f} us/decision (predict + partial_fit); "
-            f"posterior lead {mab / floor:.1f}x"
+            f"posterior lead {mab / floor:.1f}x (numpy path {mab / floor_np:.1f}x)"
         )
     print()
     head = (
@@ -251,16 +267,20 @@ def main() -> None:
             o = None
             if old is not None and n <= args.compare_max:
                 o = run_cell(old, n, setting, float(frac), args.timeout)
+            elif args.compare_backend and n <= args.compare_max:
+                o = run_cell(src, n, setting, float(frac), args.timeout, args.compare_backend)
             s, cpu = r["seconds"], r.get("cpu_seconds", float("nan"))
             secs.append(s)
             cpus.append(cpu)
             us = s / n * 1e6
             old_s = o["seconds"] if o else float("nan")
+            old_cpu = o.get("cpu_seconds", float("nan")) if o else float("nan")
             print(
                 f"{cell:<13} {n:>9,} {s:>8.2f} {n / s:>9,.0f} {us:>8.1f} "
                 f"{us / (floor * 1e6):>7.1f} {cpu:>7.2f} {cpu / n * 1e6:>11.1f} "
                 f"{r.get('peak_rss_mb', float('nan')):>7.0f} {old_s:>8.2f} {old_s / s:>7.1f} "
                 f"{r.get('strategy', '-'):>8} {os.getloadavg()[0]:>5.1f}"
+                + (f"  old CPU s {old_cpu:.2f} ({old_cpu / cpu:.1f}x)" if o else "")
                 + (f"  {r['error']}" if "error" in r else "")
                 + (f"  old: {o['error']}" if o and "error" in o else ""),
                 flush=True,

@@ -1,8 +1,10 @@
 """Shared test fixtures: the real data directory (or a skip), a smoke bench folder and a tiny
-generic dataset."""
+generic dataset; and the order of test files for pytest-xdist (``make test`` runs
+``pytest -n auto --dist loadfile``)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -10,6 +12,53 @@ import pytest
 
 from quorum.data.paths import candidate_data_dirs, data_dir
 from quorum.data.schema import AnnotatorSpec, Dataset, TaskSpec
+
+#: module- or session-scoped fixtures of tests/ that are cheap to set up once per worker
+CHEAP_SHARED_FIXTURES = frozenset({"shared_data_dir"})
+
+
+def _shares_a_costly_fixture(item: pytest.Item) -> bool:
+    """Whether item uses a fixture of tests/ (not of pytest or a plugin) scoped to its module
+    or the session, e.g. a Label Studio or llama.cpp server, a browser, a loaded model."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    for name in info.names_closure:
+        for fd in (info.name2fixturedefs.get(name) or ())[-1:]:  # the definition it uses
+            shared = fd.scope in ("module", "package", "session") and fd.baseid
+            if shared and name not in CHEAP_SHARED_FIXTURES:
+                return True
+    return False
+
+
+def _weight(item: pytest.Item) -> int:
+    """How long item is likely to take, roughly: Label Studio 10, slow 5, a shared fixture 1."""
+    if item.get_closest_marker("labelstudio"):
+        return 10
+    if item.get_closest_marker("slow"):
+        return 5
+    return int(_shares_a_costly_fixture(item))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the heaviest files first.
+
+    ``make test`` runs ``pytest -n auto --dist loadfile --no-loadscope-reorder``: a file is
+    one unit of work, so the fixtures a file shares (a server, a browser, a loaded model) are
+    set up once, as in a serial run, and units are handed out in collection order. Files
+    are ordered here by the summed :func:`_weight` of their tests (stable otherwise), so the
+    long ones (Label Studio, Ray, the live servers) start at once and the quick files fill
+    in around them. (xdist's ``loadgroup`` would group across files, but its grouping
+    rewrites node ids in a way pytest 9 no longer reads.)
+    """
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    weight: dict[str, int] = {}
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        weight[path] = weight.get(path, 0) + _weight(item)
+    items.sort(key=lambda it: -weight[it.nodeid.split("::", 1)[0]])
 
 
 @pytest.fixture(scope="session")

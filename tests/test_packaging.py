@@ -110,7 +110,7 @@ def _pins(*files: str) -> dict[str, str]:
     return pins
 
 
-@pytest.mark.parametrize("group", [None, "test", "dev"])
+@pytest.mark.parametrize("group", [None, "test", "dev", "perf"])
 def test_every_declared_requirement_is_pinned_in_a_lock_that_satisfies_it(group):
     pins = _pins("requirements.lock", "requirements-test.lock")
     for name, req in _requirements(group).items():

@@ -40,11 +40,13 @@ class ArmModels:
         pv_llm[bp] = cfg.budget_prior_var
         pv_h = np.full(self.dim, float(cfg.prior_var_human))
         pv_h[bp] = cfg.budget_prior_var
+        backend = cfg.posterior_backend
         self.post = {
-            a: BayesianLinearPosterior(self.dim, 0.0, pv_llm, cfg.reward_noise) for a in llm_names
+            a: BayesianLinearPosterior(self.dim, 0.0, pv_llm, cfg.reward_noise, backend=backend)
+            for a in llm_names
         }
         self.post_h = BayesianLinearPosterior(
-            self.dim, cfg.prior_mean_human, pv_h, cfg.reward_noise
+            self.dim, cfg.prior_mean_human, pv_h, cfg.reward_noise, backend=backend
         )
         self.pessimism = cfg.pessimism
         #: m_t: which LLMs answered item t

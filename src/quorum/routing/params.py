@@ -94,6 +94,7 @@ class QuorumParams(BaseModel):
     label_model_max_items: int = Field(50_000, ge=0)
     # engineering
     batch_size: int = Field(256, ge=1)
+    posterior_backend: Literal["numba", "numpy"] = "numba"
 
     @model_validator(mode="before")
     @classmethod

@@ -9,12 +9,22 @@ Sigma is updated with the Sherman-Morrison rank-one formula (O(d^2) per update).
 runs the precision matrix Sigma^-1 and the vector Sigma^-1 mu are accumulated exactly as
 well, and Sigma is re-derived from them by a Cholesky solve every ``refresh_every``
 updates, so rounding errors of the rank-one updates cannot build up (stable over 10^6+).
+
+Two backends do the same arithmetic: ``"numba"`` (default) runs the variances x^T Sigma x
+and the updates as compiled kernels (:mod:`quorum.routing.kernels`), ``"numpy"`` as numpy
+calls (the reference: the router's results before the kernels). On the machines measured
+they give the same bits; where numba's BLAS (SciPy's) and numpy's differ, they may differ
+in the last bits of a sum (docs/performance.md measures how often a decision changes).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
+
+BACKENDS = ("numba", "numpy")
+#: the backend of a posterior that names none (QuorumRouter passes its ``posterior_backend``)
+DEFAULT_BACKEND = "numba"
 
 
 class BayesianLinearPosterior:
@@ -28,6 +38,8 @@ class BayesianLinearPosterior:
         the human) or (d,) for a diagonal Sigma_0.
     noise_var : reward noise sigma^2 (not given in the paper; see docs/router.md).
     refresh_every : re-derive Sigma from the exact precision every this many updates.
+    backend : "numba" (compiled kernels, :mod:`quorum.routing.kernels`) or "numpy" (the
+        reference path); default :data:`DEFAULT_BACKEND`. Both keep the same state.
     """
 
     def __init__(
@@ -37,12 +49,18 @@ class BayesianLinearPosterior:
         prior_var: float | np.ndarray = 1.0,
         noise_var: float = 0.25,
         refresh_every: int = 1000,
+        backend: str | None = None,
     ) -> None:
         if dim < 1:
             raise ValueError("dim must be >= 1")
         pv = np.broadcast_to(np.asarray(prior_var, dtype=np.float64), (dim,)).copy()
         if (pv <= 0).any() or noise_var <= 0:
             raise ValueError("prior_var and noise_var must be > 0")
+        backend = DEFAULT_BACKEND if backend is None else backend
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        self.backend = backend
+        self._k = _kernels() if backend == "numba" else None
         self.dim = dim
         self.prior_var = pv
         self.noise_var = float(noise_var)
@@ -67,6 +85,9 @@ class BayesianLinearPosterior:
         x = np.asarray(x, dtype=np.float64)
         if x.ndim == 1:
             return float(x @ self.cov_ @ x)
+        if self._k is not None and x.ndim == 2 and x.shape[1] == self.dim:
+            # the same products in the same order as quadratic_form (np.einsum's)
+            return self._k.quad_rows(np.ascontiguousarray(x), self.cov_)
         return quadratic_form(x, self.cov_)
 
     # -- learning ----------------------------------------------------------
@@ -76,6 +97,22 @@ class BayesianLinearPosterior:
         if x.shape[0] != self.dim:
             raise ValueError(f"context has dim {x.shape[0]}, posterior has {self.dim}")
         s2 = self.noise_var
+        if self._k is not None:
+            self.n_updates_ += 1
+            refresh = bool(self.refresh_every) and self.n_updates_ % self.refresh_every == 0
+            self._k.sherman_morrison(
+                self.cov_,
+                self.mean_,
+                self.precision_,
+                self.eta_,
+                np.ascontiguousarray(x),
+                float(r),
+                s2,
+                not refresh,
+            )
+            if refresh:
+                self._refresh()
+            return
         self.precision_ += x[:, None] * x[None, :] / s2  # np.outer(x, x) / s2
         self.eta_ += (float(r) / s2) * x
         self.n_updates_ += 1
@@ -107,13 +144,20 @@ class BayesianLinearPosterior:
     def __repr__(self) -> str:
         return (
             f"BayesianLinearPosterior(dim={self.dim}, "
-            f"noise_var={self.noise_var}, n_updates={self.n_updates_})"
+            f"noise_var={self.noise_var}, n_updates={self.n_updates_}, backend={self.backend!r})"
         )
 
 
 #: below this many rows :func:`quadratic_form` calls np.einsum itself
 _EINSUM_ROWS = 64
 _BLOCK_ROWS = 4096
+
+
+def _kernels():
+    """The compiled kernels (imported on first use: numba's import takes ~0.5 s)."""
+    from quorum.routing import kernels
+
+    return kernels
 
 
 def quadratic_form(X: np.ndarray, S: np.ndarray) -> np.ndarray:

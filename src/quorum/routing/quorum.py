@@ -216,6 +216,9 @@ class QuorumRouter(Router):
         on problems of at most this many items (50,000). Its kNN search is exact, so a
         round costs O(T x human labels): above the cap the run uses the one-shot audit and
         the weighted vote, and ``info["label_model"]`` says so.
+    posterior_backend : "numba" (compiled posterior kernels, :mod:`quorum.routing.kernels`)
+        or "numpy" (the reference path; the results before the kernels, which differ from
+        it only in the order of some float sums: docs/performance.md).
     """
 
     name = "quorum"
