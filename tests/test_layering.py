@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("models", {"models"}),
     ("data", {"data"}),
     ("features", {"features"}),
-    ("routing", {"routing"}),
+    ("routing", {"routing", "quality"}),
     ("baselines", {"baselines"}),
     ("methods", {"methods"}),
     ("replay runs", {"simulate"}),

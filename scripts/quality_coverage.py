@@ -1,0 +1,174 @@
+"""Coverage, width and cost of the quality estimate on the bench's datasets (docs/quality.md).
+
+For every dataset x setting x budget x seed, QUORUM's default runs twice on the same
+budget: without checks, and with :class:`~quorum.quality.checks.QualityChecks` (the router
+on the budget less the checks' money, then the random checks). One JSON row per run pair:
+the true quality of both (gold), the estimate and its 95 % interval (t and betting rules,
+from the same checks), the checks' number and cost.
+
+    nice -n 10 python scripts/quality_coverage.py --out /tmp/quality_cov.jsonl
+    python scripts/quality_coverage.py --report /tmp/quality_cov.jsonl
+
+Rows already in ``--out`` are skipped, so an interrupted run resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import tomllib
+from multiprocessing import get_context
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+
+def family(name: str) -> str:
+    if name.startswith("summ-"):
+        return "summarization"
+    return name.split("/")[0]
+
+
+def default_plan() -> dict:
+    cfg = tomllib.loads((ROOT / "src/quorum/bench/default.toml").read_text())["main"]
+    return cfg
+
+
+def run_dataset(args: tuple) -> list[dict]:
+    name, settings, budgets, seeds, checks_kw, done = args
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from quorum.data.loaders import load_dataset
+    from quorum.methods import make_router
+    from quorum.quality.checks import QualityChecks
+    from quorum.quality.estimators import estimate_from
+    from quorum.simulate import make_problem, prepare, score
+
+    prep = prepare(load_dataset(name))
+    metric = "rouge1" if "reference" in prep.dataset.items.columns else "accuracy"
+    out = []
+    for setting in settings:
+        for b in budgets:
+            for seed in seeds:
+                key = f"{name}|{setting}|{b}|{seed}"
+                if key in done:
+                    continue
+                t0 = time.perf_counter()
+                r = make_router("quorum")
+                problem, budget = make_problem(prep, setting, b, r)
+                plain = r.route(problem, prep.source, budget, seed=seed)
+                r = make_router("quorum")
+                problem, budget = make_problem(prep, setting, b, r)
+                checked, est = QualityChecks(**checks_kw).route(
+                    r, problem, prep.source, budget, seed
+                )
+                assert checked.cost <= budget.limit + 1e-9
+                inputs = checked.info["quality_inputs"]
+                bet = estimate_from(inputs, 0.95, "betting")
+                row = {
+                    "key": key,
+                    "dataset": name,
+                    "family": family(name),
+                    "setting": setting,
+                    "budget": b,
+                    "seed": seed,
+                    "n_items": prep.dataset.n_items,
+                    "metric": metric,
+                    "quality_without": score(prep, plain)[metric],
+                    "quality_with": score(prep, checked)[metric],
+                    "cost_without": plain.cost,
+                    "cost_with": checked.cost,
+                    "budget_limit": budget.limit,
+                    "n_checks": est.n_checks,
+                    "n_known": est.n_known,
+                    "check_cost": est.check_cost,
+                    "quality_estimate": est.estimate,
+                    "quality_low": est.low,
+                    "quality_high": est.high,
+                    "betting_low": bet.low,
+                    "betting_high": bet.high,
+                    "model_fitted": checked.info["quality_model"]["fitted"],
+                    "seconds": round(time.perf_counter() - t0, 3),
+                }
+                out.append(row)
+    return out
+
+
+def report(path: Path) -> str:
+    import pandas as pd
+
+    df = pd.read_json(path, lines=True)
+    t = df["quality_with"]
+    df["cover_t"] = (df["quality_low"] <= t + 1e-9) & (t <= df["quality_high"] + 1e-9)
+    df["cover_bet"] = (df["betting_low"] <= t + 1e-9) & (t <= df["betting_high"] + 1e-9)
+    df["width_t"] = df["quality_high"] - df["quality_low"]
+    df["width_bet"] = df["betting_high"] - df["betting_low"]
+    df["loss"] = df["quality_without"] - df["quality_with"]
+    lines = [f"{len(df)} run pairs, {df['dataset'].nunique()} datasets\n"]
+    g = df.groupby(["setting", "family"])[["cover_t", "cover_bet"]].mean()
+    g["runs"] = df.groupby(["setting", "family"]).size()
+    lines.append("coverage of the 95 % interval, per setting and dataset family\n")
+    lines.append(g.round(3).to_string() + "\n")
+    per = df.groupby(["setting", "dataset"])[["cover_t", "cover_bet"]].mean()
+    worst = per.sort_values("cover_t").head(5)
+    lines.append("worst datasets (t interval)\n")
+    lines.append(worst.round(3).to_string() + "\n")
+    w = df.groupby(["setting", "budget"])[["width_t", "width_bet", "n_checks"]].mean()
+    lines.append("mean width and number of checks per budget\n")
+    lines.append(w.round(3).to_string() + "\n")
+    cells = df.groupby(["dataset", "setting", "budget"])[["quality_without", "quality_with"]]
+    cm = cells.mean()
+    loss = (cm["quality_without"] - cm["quality_with"]) * 100
+    lines.append(
+        f"cost of the checks at equal spend: mean loss over {len(cm)} cells "
+        f"{loss.mean():.2f} points (median {loss.median():.2f}, worst {loss.max():.2f}); "
+        f"per setting: {loss.groupby(level=1).mean().round(2).to_dict()}; "
+        f"per budget: {loss.groupby(level=2).mean().round(2).to_dict()}\n"
+    )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--out", type=Path, default=Path("/tmp/quality_coverage.jsonl"))
+    p.add_argument("--report", type=Path, default=None)
+    p.add_argument("--datasets", nargs="*", default=None)
+    p.add_argument("--settings", nargs="*", default=None)
+    p.add_argument("--budgets", nargs="*", type=float, default=None)
+    p.add_argument("--seeds", type=int, default=None)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--check", action="append", default=[], help="QualityChecks KEY=VALUE")
+    a = p.parse_args()
+    if a.report is not None:
+        print(report(a.report))
+        return
+    plan = default_plan()
+    datasets = a.datasets or plan["datasets"]
+    settings = a.settings or plan["settings"]
+    budgets = a.budgets or plan["budgets"]
+    kw = {}
+    for kv in a.check:
+        k, _, v = kv.partition("=")
+        kw[k] = json.loads(v) if v[:1].isdigit() or v in ("true", "false") else v
+    done: set[str] = set()
+    if a.out.exists():
+        done = {json.loads(line)["key"] for line in a.out.read_text().splitlines() if line}
+    tasks = []
+    for name in datasets:
+        n = a.seeds or (plan["summarization_seeds"] if name.startswith("summ-") else plan["seeds"])
+        tasks.append((name, settings, budgets, list(range(n)), kw, done))
+    with get_context("spawn").Pool(a.workers) as pool, a.out.open("a") as fh:
+        for rows in pool.imap_unordered(run_dataset, tasks):
+            for r in rows:
+                fh.write(json.dumps(r) + "\n")
+            fh.flush()
+            if rows:
+                print(f"{rows[0]['dataset']}: {len(rows)} runs", flush=True)
+    print(report(a.out))
+
+
+if __name__ == "__main__":
+    main()
