@@ -38,6 +38,9 @@ def default_plan() -> dict:
     return cfg
 
 
+_PREP: dict = {}
+
+
 def run_dataset(args: tuple) -> list[dict]:
     name, settings, budgets, seeds, checks_kw, done = args
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -47,7 +50,10 @@ def run_dataset(args: tuple) -> list[dict]:
     from quorum.quality.estimators import estimate_from
     from quorum.simulate import make_problem, prepare, score
 
-    prep = prepare(load_dataset(name))
+    if name not in _PREP:
+        _PREP.clear()
+        _PREP[name] = prepare(load_dataset(name))
+    prep = _PREP[name]
     metric = "rouge1" if "reference" in prep.dataset.items.columns else "accuracy"
     out = []
     for setting in settings:
@@ -157,16 +163,20 @@ def main() -> None:
     if a.out.exists():
         done = {json.loads(line)["key"] for line in a.out.read_text().splitlines() if line}
     tasks = []
-    for name in datasets:
+    last = ("mmlu-redux", "imdb-mlapi")  # the largest: last, so the rest report early
+    for name in sorted(datasets, key=lambda d: (d in last, last.index(d) if d in last else 0)):
         n = a.seeds or (plan["summarization_seeds"] if name.startswith("summ-") else plan["seeds"])
-        tasks.append((name, settings, budgets, list(range(n)), kw, done))
+        for st in settings:
+            for b in budgets:
+                tasks.append((name, [st], [b], list(range(n)), kw, done))
     with get_context("spawn").Pool(a.workers) as pool, a.out.open("a") as fh:
-        for rows in pool.imap_unordered(run_dataset, tasks):
+        for rows in pool.imap(run_dataset, tasks):
             for r in rows:
                 fh.write(json.dumps(r) + "\n")
             fh.flush()
             if rows:
-                print(f"{rows[0]['dataset']}: {len(rows)} runs", flush=True)
+                r0 = rows[0]
+                print(f"{r0['dataset']} {r0['setting']} {r0['budget']}: {len(rows)}", flush=True)
     print(report(a.out))
 
 

@@ -201,3 +201,20 @@ def test_simulate_flags(shared_data_dir):
     assert row["target_reached"] == (row["quality_low"] >= 0.2)
     res = CliRunner().invoke(app, [*base, "--target-quality", "0.5", "--confidence", "2"])
     assert res.exit_code == 1 and "--confidence must be in (0, 1)" in res.output
+
+
+# ------------------------------------------------------------------ library face
+def test_library_replay_carries_the_estimate():
+    import quorum
+
+    prep = prepared(200, seed=2)
+    ann = prep.dataset.annotations
+    items = prep.dataset.items[["item_id", "text", "gold"]]
+    kw = {"prices": {"good": 0.02, "weak": 0.01, "gold": 0.1}, "human": "gold", "items": items}
+    res = quorum.replay(ann, budget=0.4, features="light", router="random", quality=True, **kw)
+    q = res.info["quality"]
+    assert q["quality_low"] <= q["quality_estimate"] <= q["quality_high"]
+    assert res.cost <= 0.4 * 200 * 0.1 + 1e-9
+    res = quorum.replay(ann, budget=0.4, features="light", target_quality=0.2, **kw)
+    assert res.info["target"]["target_quality"] == 0.2
+    assert res.info["target"]["target_spent"] <= 0.4 * 200 * 0.1 + 1e-9

@@ -34,6 +34,10 @@ from quorum.quality.estimators import QualityEstimate
 from quorum.routing.base import AnnotationSource, Outcome, Router, RoutingProblem, RoutingResult
 from quorum.routing.budget import Budget
 
+#: the checks of the target mode when none are given (ours): more than a plain run's
+#: (``QualityChecks()``), since the stop rests on the lower bound
+TARGET_CHECKS = {"share": 0.1, "min_checks": 20, "max_share": 0.15}
+
 
 class PriorSource:
     """A source that hands the router the calls paid at earlier steps (``prior_outcomes``)
@@ -141,7 +145,7 @@ class TargetQuality:
     ) -> tuple[RoutingResult, TargetOutcome]:
         """Climb the ladder: ``make(share)`` gives the problem and budget of a share of the
         ceiling (``make(1.0)``: the ceiling)."""
-        base = checks or QualityChecks()
+        base = checks or QualityChecks(**TARGET_CHECKS)
         params = {
             k: getattr(base, k)
             for k in (
