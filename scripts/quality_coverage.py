@@ -42,7 +42,7 @@ _PREP: dict = {}
 
 
 def run_dataset(args: tuple) -> list[dict]:
-    name, settings, budgets, seeds, checks_kw, done = args
+    name, settings, budgets, seeds, checks_kw, done, plain_too = args
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from quorum.data.loaders import load_dataset
     from quorum.methods import make_router
@@ -63,9 +63,11 @@ def run_dataset(args: tuple) -> list[dict]:
                 if key in done:
                     continue
                 t0 = time.perf_counter()
-                r = make_router("quorum")
-                problem, budget = make_problem(prep, setting, b, r)
-                plain = r.route(problem, prep.source, budget, seed=seed)
+                plain = None
+                if plain_too:
+                    r = make_router("quorum")
+                    problem, budget = make_problem(prep, setting, b, r)
+                    plain = r.route(problem, prep.source, budget, seed=seed)
                 r = make_router("quorum")
                 problem, budget = make_problem(prep, setting, b, r)
                 checked, est = QualityChecks(**checks_kw).route(
@@ -83,9 +85,9 @@ def run_dataset(args: tuple) -> list[dict]:
                     "seed": seed,
                     "n_items": prep.dataset.n_items,
                     "metric": metric,
-                    "quality_without": score(prep, plain)[metric],
+                    "quality_without": None if plain is None else score(prep, plain)[metric],
                     "quality_with": score(prep, checked)[metric],
-                    "cost_without": plain.cost,
+                    "cost_without": None if plain is None else plain.cost,
                     "cost_with": checked.cost,
                     "budget_limit": budget.limit,
                     "n_checks": est.n_checks,
@@ -100,6 +102,30 @@ def run_dataset(args: tuple) -> list[dict]:
                     "seconds": round(time.perf_counter() - t0, 3),
                 }
                 out.append(row)
+    return out
+
+
+def bench_tables() -> dict[tuple[str, str, float], float]:
+    """QUORUM's mean quality per (dataset, setting, budget) in the bench's main tables."""
+    import re
+
+    out: dict[tuple[str, str, float], float] = {}
+    for setting in ("auditor", "dollars"):
+        ds, cols = None, []
+        path = ROOT / f"benchmarks/tables/main_{setting}.md"
+        for line in path.read_text().splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if line.startswith("| Dataset"):
+                cols = cells
+            if not line.startswith("| ") or line.startswith("| Dataset"):
+                continue
+            if cells[0]:
+                ds = cells[0].split("<br>")[0]
+            if cells[1] == "QUORUM" and ds is not None and len(cells) == len(cols):
+                for b in (0.1, 0.3, 0.5, 0.7):
+                    cell = cells[cols.index(f"{round(b * 100)}% Acc/R-1")]
+                    v = re.sub(r"\*|<u>|</u>", "", cell).split("±")[0].strip()
+                    out[(ds, setting, b)] = float(v)
     return out
 
 
@@ -125,8 +151,16 @@ def report(path: Path) -> str:
     w = df.groupby(["setting", "budget"])[["width_t", "width_bet", "n_checks"]].mean()
     lines.append("mean width and number of checks per budget\n")
     lines.append(w.round(3).to_string() + "\n")
+    df["budget"] = df["budget"].round(6)
     cells = df.groupby(["dataset", "setting", "budget"])[["quality_without", "quality_with"]]
     cm = cells.mean()
+    tables = bench_tables()
+    missing = cm["quality_without"].isna()
+    cm.loc[missing, "quality_without"] = [tables.get(k, float("nan")) for k in cm.index[missing]]
+    lines.append(
+        f"quality without checks: {int((~missing).sum())} cells run here, "
+        f"{int(missing.sum())} from benchmarks/tables/main_*.md\n"
+    )
     loss = (cm["quality_without"] - cm["quality_with"]) * 100
     lines.append(
         f"cost of the checks at equal spend: mean loss over {len(cm)} cells "
@@ -146,6 +180,13 @@ def main() -> None:
     p.add_argument("--budgets", nargs="*", type=float, default=None)
     p.add_argument("--seeds", type=int, default=None)
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument(
+        "--no-plain",
+        dest="plain",
+        action="store_false",
+        help="skip the runs without checks; the report takes QUORUM's quality without them "
+        "from benchmarks/tables/main_*.md (the bench's QUORUM row, 3 decimals)",
+    )
     p.add_argument("--check", action="append", default=[], help="QualityChecks KEY=VALUE")
     a = p.parse_args()
     if a.report is not None:
@@ -168,7 +209,7 @@ def main() -> None:
         n = a.seeds or (plan["summarization_seeds"] if name.startswith("summ-") else plan["seeds"])
         for st in settings:
             for b in budgets:
-                tasks.append((name, [st], [b], list(range(n)), kw, done))
+                tasks.append((name, [st], [b], list(range(n)), kw, done, a.plain))
     with get_context("spawn").Pool(a.workers) as pool, a.out.open("a") as fh:
         for rows in pool.imap(run_dataset, tasks):
             for r in rows:

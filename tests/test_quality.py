@@ -89,6 +89,17 @@ def prepared(n: int = 300, seed: int = 0) -> sim.Prepared:
     return sim.Prepared(ds, task, phi, None, RecordedSource(ds))
 
 
+def test_checks_come_from_the_money_above_a_first_label_for_every_item():
+    prep = prepared(300)  # c_H = 0.1, cheapest LLM 0.01: the floor is 3.0
+    checks = QualityChecks(share=0.1, min_checks=10, max_share=0.2)
+    problem, budget = sim.make_problem(prep, "dollars", 0.1, None)  # 3.0: the floor itself
+    assert checks.n_checks(problem, budget, 0.1) == 0
+    problem, budget = sim.make_problem(prep, "dollars", 0.5, None)  # 15: 120 labels above
+    assert checks.n_checks(problem, budget, 0.1) == 12
+    problem, budget = sim.make_problem(prep, "auditor", 0.3, None)  # B = 90
+    assert checks.n_checks(problem, budget, 0.1) == 10  # min_checks (under 20 % of 90)
+
+
 def test_checks_stay_in_budget_and_label_what_they_check():
     prep = prepared()
     router = make_router("random")
