@@ -3,12 +3,11 @@
 For every dataset x setting x seed, QUORUM's default climbs the budget ladder of
 :class:`~quorum.quality.target.TargetQuality` up to a ceiling (default: the bench's 70 %)
 with a target taken from QUORUM's own mean quality at a lower budget (default 30 %, read
-from the coverage run's rows: the ``quality_without`` of ``scripts/quality_coverage.py``),
-at 90 % confidence. One JSON row per run: stopped early or not, the true quality (gold) of
-the labels at the stop, the money spent and saved against the ceiling.
+from the bench's tables, benchmarks/tables/main_*.md), at 90 % confidence. One JSON row
+per run: stopped early or not, the true quality (gold) of the labels at the stop, the
+money spent and saved against the ceiling.
 
-    nice -n 10 python scripts/quality_target.py --targets /tmp/quality_cov.jsonl \\
-        --out /tmp/quality_target.jsonl
+    nice -n 10 python scripts/quality_target.py --out /tmp/quality_target.jsonl
     python scripts/quality_target.py --report /tmp/quality_target.jsonl
 """
 
@@ -25,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 _PREP: dict = {}
+BIG = ("mmlu-redux", "imdb-mlapi")
 
 
 def run_cell(args: tuple) -> list[dict]:
@@ -89,7 +89,6 @@ def report(path: Path) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--out", type=Path, default=Path("/tmp/quality_target.jsonl"))
-    p.add_argument("--targets", type=Path, help="rows of scripts/quality_coverage.py")
     p.add_argument("--report", type=Path, default=None)
     p.add_argument("--datasets", nargs="*", default=None)
     p.add_argument("--settings", nargs="*", default=["auditor", "dollars"])
@@ -102,16 +101,17 @@ def main() -> None:
     if a.report is not None:
         print(report(a.report))
         return
-    import pandas as pd
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from quality_coverage import bench_tables
 
-    cov = pd.read_json(a.targets, lines=True)
-    cov = cov.loc[cov["budget"].round(6) == round(a.target_budget, 6)]
-    targets = cov.groupby(["dataset", "setting"])["quality_without"].mean().round(3)
+    targets = {
+        (d, st): q for (d, st, b), q in bench_tables().items() if b == round(a.target_budget, 6)
+    }
     done: set[str] = set()
     if a.out.exists():
         done = {json.loads(line)["key"] for line in a.out.read_text().splitlines() if line}
     tasks = []
-    for (name, st), tq in targets.items():
+    for (name, st), tq in sorted(targets.items(), key=lambda kv: kv[0][0] in BIG):
         if (a.datasets and name not in a.datasets) or st not in a.settings:
             continue
         seeds = list(range(a.seeds if not name.startswith("summ-") else min(a.seeds, 3)))
