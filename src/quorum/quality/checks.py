@@ -149,7 +149,7 @@ class QualityChecks:
             by_item.setdefault(str(i), {})[str(a)] = str(o)
         labels = result.labels.reset_index(drop=True)
         items = labels["item_id"].astype(str).tolist()
-        finals = [None if not isinstance(o, str) else o for o in labels["output"]]
+        finals = [None if o is None or o != o else str(o) for o in labels["output"]]
         human_out = {i: d.pop(human) for i, d in by_item.items() if human in d}
         llm_answers = [by_item.get(i, {}) for i in items]
 
