@@ -229,3 +229,33 @@ def test_library_replay_carries_the_estimate():
     res = quorum.replay(ann, budget=0.4, features="light", target_quality=0.2, **kw)
     assert res.info["target"]["target_quality"] == 0.2
     assert res.info["target"]["target_spent"] <= 0.4 * 200 * 0.1 + 1e-9
+
+
+# ------------------------------------------------------------------------- bench
+def test_bench_params_turn_the_checks_on(shared_data_dir):
+    from quorum.bench.cache import COMMON_CODE
+    from quorum.bench.config import parse_config
+    from quorum.bench.plan import build_plan
+    from quorum.errors import QuorumError
+
+    base = {
+        "main": {
+            "datasets": ["llms-for-css/flute"],
+            "methods": ["quorum"],
+            "seeds": 1,
+            "budgets": [0.5],
+            "settings": ["auditor"],
+        }
+    }
+    k0 = build_plan(parse_config(base)).runs["main"][0]
+    on = parse_config({**base, "params": {"quorum": {"quality_share": 0.05}}})
+    k1 = build_plan(on).runs["main"][0]
+    assert k1.params == (("quality_share", 0.05),) and k1.key != k0.key
+    with pytest.raises((QuorumError, ValueError), match="unknown parameter"):
+        parse_config({**base, "params": {"quorum": {"nonsense": 1}}})
+    assert "quality/*.py" in COMMON_CODE  # a change of quality/ reruns the bench's runs
+    from quorum.bench.worker import run_one
+
+    row = run_one(k1, None)
+    assert row["status"] == "ok", row.get("error")
+    assert row["quality_n_checks"] > 0 and row["quality_low"] <= row["quality_high"]
