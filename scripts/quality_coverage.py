@@ -129,6 +129,52 @@ def bench_tables() -> dict[tuple[str, str, float], float]:
     return out
 
 
+def equal_spend_standing(loss: dict[tuple[str, str, float], float]) -> str:
+    """Cells of benchmarks/tables/equal_spend.md where QUORUM is best or within 0.005 of the
+    best compared baseline, as published and with each cell's measured loss of the checks
+    taken off QUORUM's value (the checks spend the same money, so the spend level holds)."""
+    import re
+
+    num = re.compile(r"-?\d+\.\d+")
+    text = (ROOT / "benchmarks/tables/equal_spend.md").read_text().splitlines()
+    setting, cols, ds = None, [], ""
+    counts = {"published": [0, 0], "with checks": [0, 0]}
+    for line in text:
+        if line.startswith("### Auditor"):
+            setting = "auditor"
+        elif line.startswith("### Dollars"):
+            setting = "dollars"
+        elif line.startswith("### "):
+            setting = None
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if setting is None or not line.startswith("| "):
+            continue
+        if cells[0] == "Dataset":
+            cols = cells
+            continue
+        if len(cells) != len(cols) or not cells[1].endswith("%"):
+            continue
+        ds = cells[0] or ds
+        vals = {}
+        for c, v in zip(cols[3:], cells[3:], strict=True):
+            if v.startswith("needs") or c == "QUORUM (paper preset)":
+                continue
+            m = num.search(v)
+            if m:
+                vals[c] = float(m.group())
+        if "QUORUM" not in vals:
+            continue
+        best = max((v for c, v in vals.items() if c != "QUORUM"), default=None)
+        if best is None:
+            continue
+        key = (ds, setting, int(cells[1].rstrip("%")) / 100)
+        q = vals["QUORUM"]
+        for name, v in (("published", q), ("with checks", q - loss.get(key, 0.0))):
+            counts[name][1] += 1
+            counts[name][0] += round(v, 3) >= round(best, 3) - 0.005
+    return "; ".join(f"{k}: {a} of {b} cells best or within 0.005" for k, (a, b) in counts.items())
+
+
 def report(path: Path) -> str:
     import pandas as pd
 
@@ -167,6 +213,12 @@ def report(path: Path) -> str:
         f"{loss.mean():.2f} points (median {loss.median():.2f}, worst {loss.max():.2f}); "
         f"per setting: {loss.groupby(level=1).mean().round(2).to_dict()}; "
         f"per budget: {loss.groupby(level=2).mean().round(2).to_dict()}\n"
+    )
+    cell_loss = (cm["quality_without"] - cm["quality_with"]).dropna().to_dict()
+    standing = equal_spend_standing(cell_loss)
+    lines.append(
+        "equal-spend standing (benchmarks/tables/equal_spend.md, QUORUM less each cell's "
+        f"measured loss; cells not measured here keep their value): {standing}\n"
     )
     return "\n".join(lines)
 
