@@ -194,6 +194,14 @@ def register(app: typer.Typer) -> None:
                     for p in st["human_team"]
                 )
             )
+        q = st.get("quality")
+        if q:
+            con.print(
+                f"labels' quality (vs the human label): {q['quality_estimate']:.3f}, "
+                f"{q['quality_confidence']:.0%} interval {q['quality_low']:.3f}-"
+                f"{q['quality_high']:.3f}, from {q['quality_n_checks']} random checks"
+                + (f" ({q['pending_checks']} waiting)" if q.get("pending_checks") else "")
+            )
         if st["held_for_humans"] != "0":
             con.print(f"held for pending human labels: ${st['held_for_humans']}")
         if st["interrupted_calls"]:

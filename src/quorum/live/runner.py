@@ -138,6 +138,8 @@ class RunSummary:
     note: str | None = None
     #: what the router decided and why (``DECISION_KEYS`` of its ``info``), for provenance
     decisions: dict[str, Any] = field(default_factory=dict)
+    #: the labels' estimated quality (``[budget] quality_checks``, docs/quality.md)
+    quality: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -222,7 +224,7 @@ def annotate(
             if cfg.budget.charge_interrupted and interrupted_total > 0:
                 budget.charge(min(interrupted_total, budget.remaining))
             router = make_method(cfg.method, _with_human_quality(cfg, source))
-            result = router.route(problem, source, budget, seed=cfg.seed)
+            result = _route(cfg, router, problem, source, budget)
             ledger.write_result(run_id, passes, result.annotations, result.labels, result.trace)
             if source.frozen:
                 source.collect_answers()  # answers that came while the pass ran
@@ -248,6 +250,9 @@ def annotate(
         progress.stop()
         summary = _summary(ledger, run_id, passes, result, source, n_int, human)
         summary.answers_came, summary.given, summary.withdrawn = came, given, withdrawn
+        if result is not None and "quality" in result.info:
+            summary.quality = dict(result.info["quality"])
+            summary.quality["pending_checks"] = int(result.info.get("quality_pending", 0))
         ledger.finish_run(run_id, summary.status, passes, summary.as_dict())
         return summary
     except BaseException as exc:
@@ -264,6 +269,22 @@ def annotate(
         if source is not None:
             source.close()
         ledger.close()
+
+
+def _route(cfg: ProjectConfig, router: Any, problem: Any, source: LiveSource, budget: Budget):
+    """One pass of the router; with ``[budget] quality_checks``, on the budget less the
+    checks' money, and the random checks asked once the pass is complete (docs/quality.md).
+    """
+    if cfg.budget.quality_checks is None:
+        return router.route(problem, source, budget, seed=cfg.seed)
+    from quorum.quality.checks import QualityChecks
+
+    checks = QualityChecks(share=cfg.budget.quality_checks, confidence=cfg.budget.confidence)
+    inner_problem, inner, n = checks.split(problem, budget, source)
+    result = router.route(inner_problem, source, inner, seed=cfg.seed)
+    if source.frozen:  # the pass waits for a person: its labels are not final yet
+        return result
+    return checks.check(result, problem, source, budget, n, seed=cfg.seed)[0]
 
 
 def _with_human_quality(cfg: ProjectConfig, source: LiveSource) -> dict[str, Any]:
@@ -404,6 +425,17 @@ def _decisions_of(run: sqlite3.Row | None) -> dict[str, Any]:
         return dict(json.loads(run["summary"]).get("decisions") or {})
     except (ValueError, AttributeError):
         return {}
+
+
+def _quality_of(run: sqlite3.Row | None) -> dict[str, Any] | None:
+    """``RunSummary.quality`` of a ledger run (None without checks)."""
+    if run is None or not run["summary"]:
+        return None
+    try:
+        q = json.loads(run["summary"]).get("quality")
+    except (ValueError, AttributeError):
+        return None
+    return dict(q) if q else None
 
 
 def _float(x: Any) -> float | None:
@@ -559,6 +591,7 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
             for r in team.to_dict("records")
         ],
         "human_quality": _float(meta.get("human_quality")),
+        "quality": _quality_of(last),
         "per_annotator": per,
         "runs": runs,
         "last_run": dict(last) if last is not None else None,

@@ -110,9 +110,15 @@ class QualityChecks:
         seed: int = 0,
     ) -> tuple[RoutingResult, QualityEstimate]:
         """Run ``router`` on the budget less the checks' money, buy the checks, estimate."""
-        task = problem.task
-        human = task.human
-        c_h = source.price(human)
+        inner_problem, inner, n = self.split(problem, budget, source)
+        result = router.route(inner_problem, source, inner, seed=seed)
+        return self.check(result, problem, source, budget, n, seed)
+
+    def split(
+        self, problem: RoutingProblem, budget: Budget, source: AnnotationSource
+    ) -> tuple[RoutingProblem, Budget, int]:
+        """The router's problem and budget (the checks' money set aside), and n."""
+        c_h = source.price(problem.task.human)
         n = self.n_checks(problem, budget, c_h)
         inner_problem = problem
         if problem.setting == "auditor" and problem.human_budget is not None:
@@ -121,8 +127,9 @@ class QualityChecks:
             limit=max(0.0, budget.limit - n * c_h),
             human_limit=None if budget.human_limit is None else budget.human_limit - n,
         )
-        result = router.route(inner_problem, source, inner, seed=seed)
-        return self.check(result, problem, source, budget, n, seed)
+        if budget.spent > 0:  # money the caller charged already (live: interrupted calls)
+            inner.charge(min(budget.spent, inner.remaining))
+        return inner_problem, inner, n
 
     def check(
         self,
@@ -178,21 +185,26 @@ class QualityChecks:
             if budget.human_limit is None
             else budget.human_limit - result.human_labels,
         )
-        rows, sample, scores, spent = [], [], [], 0.0
-        new_labels = labels.copy()
+        # reserve what the room affords, then ask for every check at once (live: one batch
+        # of human tasks, answered while the run waits)
+        held = []
         for pos in order:
-            k = machine[int(pos)]
-            i = items[k]
             if not room.can_afford(c_h, human=True):
                 break
-            res = room.reserve(c_h, human=True)
-            out = source.annotate(i, human)
+            held.append((int(pos), room.reserve(c_h, human=True)))
+        outs = source.annotate_many([(items[machine[p]], human) for p, _ in held])
+        rows, sample, scores, spent, waiting = [], [], [], 0.0, 0
+        new_labels = labels.copy()
+        for (pos, res), out in zip(held, outs, strict=True):
+            k = machine[pos]
+            i = items[k]
             res.settle(out.cost, counted=out.ok)
             spent += out.cost
+            waiting += out.status == "pending"
             rows.append((i, human, out.output, out.status, out.cost, "quality_check", "human"))
-            if not out.ok:  # an unusable check is paid and left out (missing at random)
+            if not out.ok:  # unusable or not answered yet: left out (missing at random)
                 continue
-            sample.append(int(pos))
+            sample.append(pos)
             scores.append(scorer(finals[k], out.output))
             if self.replace:
                 new_labels.loc[k, "output"] = out.output
@@ -227,6 +239,7 @@ class QualityChecks:
         }
         est = estimate_from(info["quality_inputs"], self.confidence, self.interval)
         info["quality"] = est.row()
+        info["quality_pending"] = waiting  # live: checks still waiting for a person
         info["quality_model"] = {"n_train": model.n_train_, "fitted": model.model_ is not None}
         checked = dataclasses.replace(
             result,
