@@ -7,8 +7,10 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from typer.testing import CliRunner
 
 from live_servers.fixtures import write_project
+from quorum.cli import app
 from quorum.live.config import load_project
 from quorum.live.runner import annotate, status
 from test_live_team import Team, _gold, _project, _sql
@@ -20,7 +22,8 @@ def test_quality_checks_through_the_team_and_resume(tmp_path, shared_data_dir) -
     gold = _gold(shared_data_dir)
     data = _project(shared_data_dir, 16, budget=1.2, labels_per_item=2, min_evidence=4)
     data["budget"].update({"quality_checks": 0.3, "confidence": 0.9})
-    cfg = load_project(write_project(tmp_path, data))
+    path = write_project(tmp_path, data)
+    cfg = load_project(path)
     team = Team(cfg.queue_dir, gold)  # ann and bea right, bad wrong: noisy checks
     try:
         s = annotate(cfg, quiet=True, wait=120)
@@ -40,6 +43,8 @@ def test_quality_checks_through_the_team_and_resume(tmp_path, shared_data_dir) -
     assert checked and len(tasks) >= q["quality_n_checks"]
     st = status(cfg)
     assert st["quality"] == q and Decimal(st["spent"]) <= Decimal("1.2")
+    out = CliRunner().invoke(app, ["status", str(path)]).output
+    assert f"from {q['quality_n_checks']} random checks" in out and "90% interval" in out
     # a resumed run replays the ledger: the same checks, the same estimate, nothing new paid
     calls = len(_sql(cfg, "SELECT * FROM calls"))
     s2 = annotate(cfg, quiet=True)
