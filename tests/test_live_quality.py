@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from live_servers.fixtures import write_project
 from quorum.cli import app
 from quorum.live.config import load_project
-from quorum.live.runner import annotate, status
+from quorum.live.runner import annotate, export_frame, status
 from test_live_team import Team, _gold, _project, _sql
 
 pytestmark = pytest.mark.realdata
@@ -45,6 +45,11 @@ def test_quality_checks_through_the_team_and_resume(tmp_path, shared_data_dir) -
     assert st["quality"] == q and Decimal(st["spent"]) <= Decimal("1.2")
     out = CliRunner().invoke(app, ["status", str(path)]).output
     assert f"from {q['quality_n_checks']} random checks" in out and "90% interval" in out
+    # the export says which items were checked and how their machine label fared
+    ex = export_frame(cfg).set_index("item_id")
+    done = ex["quality_check"].dropna()
+    assert len(done) == q["quality_n_checks"] and set(done.unique()) <= {0.0, 1.0}
+    assert ex.loc[done.index, "human"].all()  # a checked item's label is the human's
     # a resumed run replays the ledger: the same checks, the same estimate, nothing new paid
     calls = len(_sql(cfg, "SELECT * FROM calls"))
     s2 = annotate(cfg, quiet=True)

@@ -253,6 +253,10 @@ def annotate(
         if result is not None and "quality" in result.info:
             summary.quality = dict(result.info["quality"])
             summary.quality["pending_checks"] = int(result.info.get("quality_pending", 0))
+            ch = result.info.get("quality_checks") or {}
+            summary.quality["checked"] = dict(
+                zip(ch.get("item_id", []), map(float, ch.get("score", [])), strict=True)
+            )
         ledger.finish_run(run_id, summary.status, passes, summary.as_dict())
         return summary
     except BaseException as exc:
@@ -613,7 +617,8 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
     ``final`` is False while the run waits for human answers (the labels are then those
     of a pass frozen at the first missing answer). ``pending_human`` says whether the item
     has a human task waiting, ``human_by`` who answered it, ``labelled_by`` the annotators
-    whose answer is the label.
+    whose answer is the label; ``quality_check``, for an item of the random quality checks
+    (docs/quality.md), the score its machine label had against the human's (1.0: right).
     """
     items = load_items(cfg).set_index("item_id")
     ledger = Ledger(cfg.ledger_path, readonly=True)
@@ -639,6 +644,7 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
     finally:
         ledger.close()
     names = cfg.task.label_names or {}
+    checked = (_quality_of(run) or {}).get("checked") or {}  # item -> its label's score
     final = run["status"] == "finished"
     human_name = cfg.human
     waiting = set(tasks.loc[tasks["status"] == "pending", "item_id"])
@@ -684,6 +690,7 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
                 "human_labels": given.get(iid, []) if r["human"] else [],
                 "human_confidence": _float(task["confidence"]) if task is not None else None,
                 "pending_human": iid in waiting,
+                "quality_check": checked.get(iid),
                 "run_id": rid,
             }
         )
