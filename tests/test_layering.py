@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("data", {"data"}),
     ("features", {"features"}),
     ("routing", {"routing"}),
-    ("baselines", {"baselines"}),
+    ("baselines", {"baselines", "quality"}),
     ("methods", {"methods"}),
     ("replay runs", {"simulate"}),
     ("runs", {"live", "bench", "demo"}),

@@ -64,6 +64,9 @@ def replay(
     seed: int = 0,
     features: Literal["full", "light"] = "full",
     language: str = "en",
+    quality: bool | dict[str, Any] = False,
+    target_quality: float | None = None,
+    confidence: float | None = None,
 ) -> RoutingResult:
     """Route recorded answers under a budget, as if the annotators were called.
 
@@ -76,6 +79,12 @@ def replay(
     humans; auditor, a share of the items that may get a human label.
     ``features="full"`` computes the paper's phi(d_t) (spaCy, MiniLM, kNN; cached on
     disk); ``"light"`` uses text statistics only (fast, no model).
+    ``quality=True`` (or a dict of :class:`~quorum.quality.checks.QualityChecks`
+    parameters) buys random human checks out of the budget and estimates the labels'
+    quality: ``result.info["quality"]`` holds ``quality_estimate``, ``quality_low``,
+    ``quality_high`` (a 95 % interval, or ``confidence``). ``target_quality`` spends in
+    steps up to the budget and stops once the lower bound reaches it (``confidence``
+    default 0.9); ``result.info["target"]`` says where it stopped (docs/quality.md).
 
     Examples
     --------
@@ -137,7 +146,26 @@ def replay(
         raise UnsupportedTaskError(f"{r.name} needs label-based confidence: not for summaries")
     prep = prepare(dataset, annotators={a.name: None for a in task.llms}, human=human, features=fs)
     problem, money = make_problem(prep, setting, budget, r)
-    return r.route(problem, prep.source, money, seed=seed)
+    if not quality and target_quality is None:
+        return r.route(problem, prep.source, money, seed=seed)
+    from quorum.quality.checks import QualityChecks
+    from quorum.quality.target import TargetQuality
+
+    kw = dict(quality) if isinstance(quality, dict) else {}
+    if target_quality is not None:
+        target = TargetQuality(target_quality, 0.9 if confidence is None else confidence)
+        checks = QualityChecks(**kw) if kw else None
+        result, _ = target.run(
+            lambda: make_router(router) if isinstance(router, str) else r,
+            lambda share: make_problem(prep, setting, budget * share, r),
+            prep.source,
+            checks,
+            seed,
+        )
+        return result
+    if confidence is not None:
+        kw["confidence"] = confidence
+    return QualityChecks(**kw).route(r, problem, prep.source, money, seed)[0]
 
 
 def annotate(project: Any, *, wait: float = 0.0, quiet: bool = True) -> Any:

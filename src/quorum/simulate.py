@@ -296,7 +296,15 @@ def simulate_once(
     fraction: float,
     seed: int,
     params: dict[str, Any] | None = None,
+    target: Any | None = None,
 ) -> tuple[dict[str, Any], RoutingResult]:
+    """One run and its row. ``quality_*`` keys of ``params`` turn on the random quality
+    checks (:class:`quorum.quality.checks.QualityChecks`); ``target`` (a
+    :class:`quorum.quality.target.TargetQuality`) climbs a budget ladder up to ``fraction``
+    and stops once the target is reached (docs/quality.md)."""
+    from quorum.quality.checks import QualityChecks
+
+    checks, params = QualityChecks.split_params(params)
     router = make_router(method, **(params or {}))
     if prep.task.type is TaskType.summarization and not router.supports_summarization:
         raise UnsupportedTaskError(
@@ -308,7 +316,20 @@ def simulate_once(
     if callable(load):  # summary embeddings: built (or read from disk) outside the timer
         load()
     t0 = time.perf_counter()
-    result = router.route(problem, prep.source, budget, seed=seed)
+    est, outcome = None, None
+    if target is not None:
+        result, outcome = target.run(
+            lambda: make_router(method, **(params or {})),
+            lambda share: make_problem(prep, setting, fraction * share, router),
+            prep.source,
+            checks,
+            seed,
+        )
+        est = outcome.estimate
+    elif checks is not None:
+        result, est = checks.route(router, problem, prep.source, budget, seed)
+    else:
+        result = router.route(problem, prep.source, budget, seed=seed)
     secs = time.perf_counter() - t0
     if result.cost > budget.limit + 1e-9:  # pragma: no cover - guarded by Budget
         raise AssertionError(f"{method} spent {result.cost} over its limit {budget.limit}")
@@ -336,10 +357,22 @@ def simulate_once(
             "routing_seconds": round(secs, 4),
         }
     )
+    row.update(quality_fields(est, outcome))
     for key in ("confidence_source", "substitute", "note", "accounting", "unpaid_cost"):
         if key in result.info:
             row[key] = result.info[key]
     return row, result
+
+
+def quality_fields(est: Any | None, outcome: Any | None = None) -> dict[str, Any]:
+    """``quality_estimate``, ``quality_low``, ``quality_high`` (None without checks), the
+    checks' numbers, and the target mode's outcome when there is one."""
+    row: dict[str, Any] = {"quality_estimate": None, "quality_low": None, "quality_high": None}
+    if est is not None:
+        row.update(est.row())
+    if outcome is not None:
+        row.update(outcome.row())
+    return row
 
 
 def run_simulation(

@@ -27,6 +27,7 @@ _PKG = Path(__file__).resolve().parents[1]  # src/quorum
 #: the simulator that prepares and scores a run, and the named dataset loaders
 COMMON_CODE = (
     "simulate.py",
+    "quality/*.py",
     "methods.py",
     "routing/replay.py",
     "metrics.py",

@@ -212,6 +212,16 @@ class BudgetConfig(BaseModel):
         description="a price edited since the ledger's last run: refuse to run (default), or "
         "accept it for new calls (calls already made keep the cost they were recorded at)",
     )
+    quality_checks: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="share of the human labels the budget can buy spent on random checks "
+        "that estimate the labels' quality (docs/quality.md); None: no checks",
+    )
+    confidence: float = Field(
+        default=0.95, gt=0.0, lt=1.0, description="level of the quality estimate's interval"
+    )
 
 
 class LabelStudioConfig(BaseModel):

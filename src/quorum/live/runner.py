@@ -193,6 +193,8 @@ class RunSummary:
     unlabelled: dict[str, str] = field(default_factory=dict)
     #: items labelled by a fallback (:func:`fill_labels`), by its name
     filled: dict[str, int] = field(default_factory=dict)
+    #: the labels' estimated quality (``[budget] quality_checks``, docs/quality.md)
+    quality: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -281,7 +283,7 @@ def annotate(
                 budget.charge(min(interrupted_total, budget.remaining))
             source.skip_unpaid = True  # a planned call the ledger cannot pay: not made
             router = make_method(cfg.method, _with_human_quality(cfg, source))
-            result = router.route(problem, source, budget, seed=cfg.seed)
+            result = _route(cfg, router, problem, source, budget)
             result = fill_labels(result, problem, source)
             ledger.write_result(run_id, passes, result.annotations, result.labels, result.trace)
             progress.pass_done(result, source)
@@ -323,6 +325,13 @@ def annotate(
             log.warning("%s", warning)
         summary = _summary(ledger, run_id, passes, result, source, n_int, human)
         summary.answers_came, summary.given, summary.withdrawn = came, given, withdrawn
+        if result is not None and "quality" in result.info:
+            summary.quality = dict(result.info["quality"])
+            summary.quality["pending_checks"] = int(result.info.get("quality_pending", 0))
+            ch = result.info.get("quality_checks") or {}
+            summary.quality["checked"] = dict(
+                zip(ch.get("item_id", []), map(float, ch.get("score", [])), strict=True)
+            )
         ledger.finish_run(run_id, summary.status, passes, summary.as_dict())
         return summary
     except BaseException as exc:
@@ -380,6 +389,22 @@ def fill_labels(result: RoutingResult, problem: Any, source: LiveSource) -> Rout
         )
     result.labels = labels
     return result
+
+
+def _route(cfg: ProjectConfig, router: Any, problem: Any, source: LiveSource, budget: Budget):
+    """One pass of the router; with ``[budget] quality_checks``, on the budget less the
+    checks' money, and the random checks asked once the pass is complete (docs/quality.md).
+    """
+    if cfg.budget.quality_checks is None:
+        return router.route(problem, source, budget, seed=cfg.seed)
+    from quorum.quality.checks import QualityChecks
+
+    checks = QualityChecks(share=cfg.budget.quality_checks, confidence=cfg.budget.confidence)
+    inner_problem, inner, n = checks.split(problem, budget, source)
+    result = router.route(inner_problem, source, inner, seed=cfg.seed)
+    if source.waiting:  # the pass waits for a person: its labels are not final yet
+        return result
+    return checks.check(result, problem, source, budget, n, seed=cfg.seed)[0]
 
 
 def _with_human_quality(cfg: ProjectConfig, source: LiveSource) -> dict[str, Any]:
@@ -609,6 +634,17 @@ def _decisions_of(run: sqlite3.Row | None) -> dict[str, Any]:
         return {}
 
 
+def _quality_of(run: sqlite3.Row | None) -> dict[str, Any] | None:
+    """``RunSummary.quality`` of a ledger run (None without checks)."""
+    if run is None or not run["summary"]:
+        return None
+    try:
+        q = json.loads(run["summary"]).get("quality")
+    except (ValueError, AttributeError):
+        return None
+    return dict(q) if q else None
+
+
 def _float(x: Any) -> float | None:
     try:
         v = float(x)
@@ -816,6 +852,7 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
             team, cfg.humans.labels_per_item, cfg.humans.min_evidence
         ),
         "warnings": warnings,
+        "quality": _quality_of(last),
         "per_annotator": per,
         "runs": runs,
         "last_run": dict(last) if last is not None else None,
@@ -838,7 +875,8 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
     ``final`` is False while the run waits for human answers (the labels are then those
     of a pass frozen at the first missing answer). ``pending_human`` says whether the item
     has a human task waiting, ``human_by`` who answered it, ``labelled_by`` the annotators
-    whose answer is the label.
+    whose answer is the label; ``quality_check``, for an item of the random quality checks
+    (docs/quality.md), the score its machine label had against the human's (1.0: right).
     """
     items = load_items(cfg).set_index("item_id")
     ledger = Ledger(cfg.ledger_path, readonly=True)
@@ -864,6 +902,7 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
     finally:
         ledger.close()
     names = cfg.task.label_names or {}
+    checked = (_quality_of(run) or {}).get("checked") or {}  # item -> its label's score
     done = run["status"] in DONE
     human_name = cfg.human
     waiting = set(tasks.loc[tasks["status"] == "pending", "item_id"])
@@ -916,6 +955,7 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
                 "human_labels": given.get(iid, []) if r["human"] else [],
                 "human_confidence": _float(task["confidence"]) if task is not None else None,
                 "pending_human": iid in waiting,
+                "quality_check": checked.get(iid),
                 "run_id": rid,
             }
         )

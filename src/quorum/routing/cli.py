@@ -47,6 +47,25 @@ def simulate(
         list[str] | None, typer.Option("--param", "-p", help="router parameter KEY=VALUE")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object per seed")] = False,
+    quality: Annotated[
+        bool,
+        typer.Option(
+            "--quality",
+            help="buy random human checks out of the budget and estimate the labels' quality "
+            "(quality_estimate, quality_low, quality_high; docs/quality.md)",
+        ),
+    ] = False,
+    target_quality: Annotated[
+        float | None,
+        typer.Option(
+            help="spend in steps up to the budget and stop once the quality's lower bound "
+            "reaches this (implies --quality)"
+        ),
+    ] = None,
+    confidence: Annotated[
+        float | None,
+        typer.Option(help="confidence of the target (default 0.9) or of the interval (0.95)"),
+    ] = None,
 ) -> None:
     """Run a routing method on recorded annotations and print its metrics."""
     from quorum.data.loaders import load_dataset
@@ -67,9 +86,10 @@ def simulate(
         _say_defaults(ds, dataset)
         prep = prepare(ds, parse_annotators(annotators), human)
         params = _parse_params(param)
+        target = _quality_options(params, quality, target_quality, confidence)
         rows = []
         for s in range(seeds):
-            row, _ = simulate_once(prep, method, setting, budget, s, params)
+            row, _ = simulate_once(prep, method, setting, budget, s, params, target=target)
             rows.append(row)
             if as_json:
                 sys.stdout.write(json.dumps(row) + "\n")
@@ -79,6 +99,23 @@ def simulate(
         raise typer.Exit(code=1) from exc
     if not as_json:
         _print_table(rows)
+
+
+def _quality_options(
+    params: dict, quality: bool, target: float | None, confidence: float | None
+) -> object | None:
+    """Turn the quality flags into ``quality_*`` parameters and a target (or None)."""
+    if confidence is not None and not 0.0 < confidence < 1.0:
+        raise ValueError(f"--confidence must be in (0, 1), got {confidence}")
+    if target is None:
+        if quality or confidence is not None:
+            params.setdefault("quality_share", 0.03)
+            if confidence is not None:
+                params["quality_confidence"] = confidence
+        return None
+    from quorum.quality.target import TargetQuality
+
+    return TargetQuality(target, 0.9 if confidence is None else confidence)
 
 
 def _say_defaults(ds, where: str) -> None:
@@ -108,11 +145,13 @@ def _print_table(rows: list[dict]) -> None:
         title=f"{rows[0]['method']} on {rows[0]['dataset']} ({rows[0]['setting']}, "
         f"budget {rows[0]['budget']:.0%})"
     )
-    for col in ("seed", metric, "mca", "cost", "budget_limit", "human_labels", "llm_calls"):
+    est = rows[0].get("quality_estimate") is not None
+    cols = ["seed", metric, "mca", "cost", "budget_limit", "human_labels", "llm_calls"]
+    for col in cols + (["estimate [interval], checks"] if est else []):
         t.add_column(col, justify="right")
     for r in rows:
         mca = "-" if r.get("mca") is None else f"{r['mca']:.3f}"
-        t.add_row(
+        cells = [
             str(r["seed"]),
             f"{r[metric]:.4f}",
             mca,
@@ -120,10 +159,16 @@ def _print_table(rows: list[dict]) -> None:
             f"{r['budget_limit']:.2f}",
             str(r["human_labels"]),
             str(r["llm_calls"]),
-        )
+        ]
+        if est:
+            cells.append(
+                f"{r['quality_estimate']:.3f} [{r['quality_low']:.3f}, "
+                f"{r['quality_high']:.3f}], {r['quality_n_checks']}"
+            )
+        t.add_row(*cells)
     if len(rows) > 1:
         vals = np.array([r[metric] for r in rows])
-        t.add_row("mean", f"{vals.mean():.4f} ± {vals.std():.4f}", "", "", "", "", "")
+        t.add_row("mean", f"{vals.mean():.4f} ± {vals.std():.4f}", *[""] * (len(t.columns) - 2))
     if rows[0].get("accounting") == "authors":
         unpaid = np.mean([r.get("unpaid_cost", 0.0) for r in rows])
         t.caption = (
@@ -131,6 +176,9 @@ def _print_table(rows: list[dict]) -> None:
             "(calibration answers, labels of items the money did not reach)"
         )
     Console().print(t)
+    for r in rows:
+        if r.get("target_message"):
+            typer.echo(f"seed {r['seed']}: {r['target_message']}")
 
 
 def register(app: typer.Typer) -> None:
