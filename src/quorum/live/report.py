@@ -26,7 +26,7 @@ from quorum.errors import ConfigError
 from quorum.live.config import ProjectConfig
 from quorum.live.ledger import Ledger
 from quorum.live.provenance import SOURCES, label_sources, source_counts
-from quorum.live.runner import export_frame, status
+from quorum.live.runner import DECISION_KEYS, export_frame, status
 from quorum.pages import png_base64, pyplot, render
 from quorum.pages.tables import Table, table_html
 
@@ -562,21 +562,7 @@ def decision_lines(dec: dict[str, Any], last: dict[str, Any] | None = None) -> l
         lines.append(f"Audit order: {dec['auditor_order']}.")
     if "label_model" in dec:
         lines.append(f"Label model: {dec['label_model']}.")
-    known = {
-        "dollars_strategy",
-        "n_calibration",
-        "panel_check",
-        "panel_dominated",
-        "calibration_accuracy",
-        "dollars_audit_plan",
-        "auditor_audit_plan",
-        "audit_check",
-        "llm_sample",
-        "unasked_labels",
-        "auditor_order",
-        "label_model",
-    }
-    for k in sorted(set(dec) - known):
+    for k in sorted(set(dec) - set(DECISION_KEYS)):  # keys a newer router added
         lines.append(f"{k}: {json.dumps(dec[k], default=str)}")
     summary = _run_summary(last)
     dead = summary.get("dead") or []
