@@ -106,9 +106,9 @@ def test_a_slow_person_holds_up_nobody(tmp_path, shared_data_dir) -> None:
     six, _team, (s6, cfg) = _run(tmp_path / "six", shared_data_dir, 6)
     for s in (s1, s6):
         assert s.status == "finished" and s.labelled == 16 and not s.unlabelled
-    # the fast people wait far less for work, and the run is over sooner
+    # the fast people wait far less for work (the run's length is the slow person's 3 s
+    # label either way, so wall time is no measure of it)
     assert six["idle_fast"] < 0.6 * one["idle_fast"], (one, six)
-    assert six["wall"] < one["wall"], (one, six)
     # labels and money: each human label paid once, spend within the budget
     con = sqlite3.connect(cfg.ledger_path)
     calls = pd.read_sql_query("SELECT request_key, status, cost FROM calls", con)
