@@ -18,10 +18,10 @@ from typing import Any
 
 import pandas as pd
 
-from quorum.data.io import FORMATS, META_FILE, TASK_FILES, Format
+from quorum.data.io import FORMATS, META_FILE, Format
 from quorum.data.loaders._common import LETTERS, mc_text
 from quorum.data.schema import TaskType
-from quorum.data.writer import toml_value, write_table
+from quorum.data.writer import clear_dataset_files, toml_value, write_table
 from quorum.errors import DatasetNotFoundError, DataValidationError
 
 __all__ = ["init_folder", "read_source"]
@@ -287,17 +287,7 @@ def write_folder_files(
     answers and the notes into ``folder``; existing dataset files only with ``overwrite``."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose one of {FORMATS}")
-    folder.mkdir(parents=True, exist_ok=True)
-    ours = [*TASK_FILES, META_FILE, "dtypes.json"]
-    ours += [f"{part}.{f}" for part in ("items", "annotations") for f in FORMATS]
-    existing = [folder / n for n in ours if (folder / n).exists()]
-    if existing and not overwrite:
-        raise FileExistsError(
-            f"{folder} already holds dataset files {[p.name for p in existing]}; "
-            "pass overwrite=True (--overwrite) to replace them"
-        )
-    for p in existing:
-        p.unlink()
+    clear_dataset_files(folder, overwrite, how="overwrite=True (--overwrite)")
     lines = [
         f"# written by `quorum datasets init` from {src.name}; see docs/datasets.md",
         "# An annotator without `price` and a missing `panel` get the default rule when the",

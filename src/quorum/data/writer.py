@@ -18,7 +18,14 @@ import yaml
 from quorum.data.io import DTYPES_FILE, FORMATS, META_FILE, TASK_FILES, Format
 from quorum.data.schema import Dataset, TaskSpec
 
-__all__ = ["jsonable", "save_folder", "toml_value", "write_table", "write_task"]
+__all__ = [
+    "clear_dataset_files",
+    "jsonable",
+    "save_folder",
+    "toml_value",
+    "write_table",
+    "write_task",
+]
 
 
 def save_folder(
@@ -37,17 +44,7 @@ def save_folder(
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose one of {FORMATS}")
     folder = Path(path).expanduser()
-    folder.mkdir(parents=True, exist_ok=True)
-    ours = [*TASK_FILES, META_FILE, DTYPES_FILE]
-    ours += [f"{part}.{f}" for part in ("items", "annotations") for f in FORMATS]
-    existing = [folder / n for n in ours if (folder / n).exists()]
-    if existing and not overwrite:
-        raise FileExistsError(
-            f"{folder} already holds dataset files {[p.name for p in existing]}; "
-            "pass overwrite=True to replace them"
-        )
-    for p in existing:
-        p.unlink()
+    clear_dataset_files(folder, overwrite)
 
     write_task(dataset.task, folder / f"task.{task_format}")
     write_table(dataset.items, folder / f"items.{fmt}", fmt)
@@ -66,6 +63,23 @@ def save_folder(
             encoding="utf-8",
         )
     return folder
+
+
+def clear_dataset_files(folder: Path, overwrite: bool, how: str = "overwrite=True") -> None:
+    """Make ``folder`` and remove the dataset files it holds (task, items, annotations,
+    meta, dtypes); where it holds any and ``overwrite`` is False, refuse (``how`` names the
+    switch in the error)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ours = [*TASK_FILES, META_FILE, DTYPES_FILE]
+    ours += [f"{part}.{f}" for part in ("items", "annotations") for f in FORMATS]
+    existing = [folder / n for n in ours if (folder / n).exists()]
+    if existing and not overwrite:
+        raise FileExistsError(
+            f"{folder} already holds dataset files {[p.name for p in existing]}; "
+            f"pass {how} to replace them"
+        )
+    for p in existing:
+        p.unlink()
 
 
 def write_task(task: TaskSpec, path: str | Path) -> Path:
