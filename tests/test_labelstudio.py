@@ -550,7 +550,7 @@ def test_annotate_end_to_end(
     for item_id, (_, label) in who.items():
         assert ex.loc[item_id, "label"] == label and ex.loc[item_id, "human"]
     out = tmp_path / "labels.jsonl"
-    from quorum.live.runner import export
+    from quorum.live.export import export
 
     export(cfg, "jsonl", out)
     print(f"{len(tasks)} human task(s): 1 labelled in Chromium, the rest through the API")

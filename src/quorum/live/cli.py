@@ -273,7 +273,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Write final labels with provenance (annotators, answers, agreement, cost)."""
         from quorum.live.config import load_project
-        from quorum.live.runner import export
+        from quorum.live.export import export
 
         try:
             if push_to_hub and fmt.lower() != "hf":

@@ -1,4 +1,5 @@
-"""Run a project: ``annotate`` (resumable), ``status`` and ``export``.
+"""Run a project: ``annotate`` (resumable), ``status`` and the rows ``export_frame``
+(written to files by :mod:`quorum.live.export`).
 
 Resume is a deterministic re-run: the router runs again with the same seed and a fresh
 budget; every call it makes is first looked up in the ledger, so completed calls come back
@@ -14,7 +15,6 @@ import sqlite3
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -972,35 +972,3 @@ def _why_not_final(done: bool, out: Any, provisional: bool, extra: dict[str, Any
     if not done:
         return "the run waits for human answers (labels so far are provisional)"
     return None
-
-
-def export(cfg: ProjectConfig, fmt: str, out: Path | None) -> Path:
-    fmt = fmt.lower()
-    if fmt == "hf":  # a Hugging Face datasets folder with its card (quorum.live.export_hf)
-        from quorum.live.export_hf import write_hf
-
-        return write_hf(cfg, out)
-    if fmt not in ("csv", "jsonl", "parquet"):
-        raise ConfigError(f"unknown export format {fmt!r}; use csv, jsonl, parquet or hf")
-    df = export_frame(cfg)
-    out = out or cfg.root / f"{cfg.name}-labels.{fmt}"
-    for up in out.parents:
-        if up.exists() and not up.is_dir():
-            raise ConfigError(f"cannot write the export to {out}: {up} is a file, not a folder")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if fmt == "jsonl":
-            with out.open("w", encoding="utf-8") as f:
-                for rec in df.to_dict("records"):
-                    f.write(json.dumps(rec, default=str, ensure_ascii=False) + "\n")
-            return out
-        flat = df.copy()
-        for col in ("labelled_by", "annotators", "answers", "statuses", "human_labels"):
-            flat[col] = flat[col].map(lambda v: json.dumps(v, ensure_ascii=False, default=str))
-        if fmt == "csv":
-            flat.to_csv(out, index=False)
-        else:
-            flat.to_parquet(out, index=False)
-    except OSError as exc:
-        raise ConfigError(f"cannot write the export to {out}: {exc.strerror or exc}") from None
-    return out
