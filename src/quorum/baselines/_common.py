@@ -197,27 +197,19 @@ def item_trace(
     ``"-"``: nowhere), ``mode[t]`` (why), ``phase[t]``, the arm's price and ``scores[k][t]``
     for each score the rule decided on (``priority``, ``uncertainty``, ``confidence``,
     ``p_human``). QUORUM's context fields (epsilon_t, b_t, p_t, money left) are NaN."""
+    rows = np.asarray(rows, dtype=np.int64)
+    arms = np.asarray(arm, dtype=object)[rows]
+    prices = {a: (0.0 if a == "-" else run.rec.price(a)) for a in set(arms)}
+    phases = [phase] * len(rows) if isinstance(phase, str) else np.asarray(phase)[rows]
     trace = DecisionTrace(run.llm_names)
-    ids, rec = run.ids, run.rec
-    prices = {a: (0.0 if a == "-" else rec.price(a)) for a in set(np.asarray(arm)[rows])}
-    nan = float("nan")
-    for t in rows:
-        a = arm[t]
-        row = {k: float(v[t]) for k, v in scores.items()}
-        prio = row.pop("priority", None)
-        trace.append(
-            phase if isinstance(phase, str) else phase[t],
-            ids[t],
-            a,
-            mode[t],
-            nan,
-            nan,
-            nan,
-            prices[a],
-            nan,
-            prio,
-            **row,
-        )
+    trace.extend(
+        list(phases),
+        list(run.ids[rows]),
+        list(arms),
+        list(np.asarray(mode, dtype=object)[rows]),
+        np.array([prices[a] for a in arms], dtype=np.float64),
+        **{k: np.asarray(v, dtype=np.float64)[rows] for k, v in scores.items()},
+    )
     return trace
 
 

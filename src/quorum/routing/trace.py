@@ -112,6 +112,43 @@ class DecisionTrace:
             self._any_q = True
             self.q.extend([float(v) for v in q])
 
+    def extend(
+        self,
+        phase: Sequence[str],
+        item_id: Sequence[str],
+        arm: Sequence[str],
+        mode: Sequence[str],
+        price: np.ndarray,
+        priority: np.ndarray | None = None,
+        **scores: np.ndarray,
+    ) -> None:
+        """Many decisions at once, one per entry of the (equally long) columns; epsilon,
+        b_t, p_t, money left and q are NaN (a baseline's rows, :meth:`append` for QUORUM's).
+        ``scores``: some of :data:`SCORES`."""
+        n, start = len(item_id), len(self)
+        unknown = set(scores) - set(SCORES)
+        if unknown:
+            raise ValueError(f"unknown score columns {sorted(unknown)}; known: {SCORES}")
+        self.step.frombytes(np.arange(start + 1, start + n + 1, dtype=np.int64).tobytes())
+        self.phase.extend(phase)
+        self.item_id.extend(item_id)
+        self.arm.extend(arm)
+        self.mode.extend(mode)
+        nan = np.full(n, _NAN).tobytes()
+        for name in ("epsilon", "b_t", "p_t", "budget_left"):
+            getattr(self, name).frombytes(nan)
+        self.price.frombytes(np.asarray(price, dtype=np.float64).tobytes())
+        if priority is None:
+            self.priority.frombytes(nan)
+        else:
+            self._any_priority = True
+            self.priority.frombytes(np.asarray(priority, dtype=np.float64).tobytes())
+        self.q.frombytes(np.full(n * len(self.llm_names), _NAN).tobytes())
+        for name, values in scores.items():
+            col = self.scores.setdefault(name, array("d"))
+            col.extend([_NAN] * (start - len(col)))
+            col.frombytes(np.asarray(values, dtype=np.float64).tobytes())
+
     def frame(self) -> pd.DataFrame:
         """The trace as a DataFrame (empty, without columns, when nothing was logged)."""
         n = len(self)
