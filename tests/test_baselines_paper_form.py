@@ -15,8 +15,10 @@ import pytest
 from baselines_fakes import auditor_budget, make_dataset, make_problem, source_of
 from quorum.baselines.cdi_rules import budget_probabilities
 from quorum.baselines.hypac import HyPACRouter, best_thresholds, tier_of
-from quorum.methods import make_router
+from quorum.data.schema import GOLD_HUMAN
+from quorum.methods import baseline_names, make_router
 from quorum.routing.budget import Budget
+from quorum.routing.trace import SCORES
 
 PRICES = {"cheap": 0.01, "mid": 0.03, "strong": 0.05}
 PAPER = ["coannotating", "cdi", "hypac"]
@@ -129,14 +131,15 @@ def test_cdi_authors_warmup_then_errors_only():
     res, _ = route("cdi", ds, b=12, warmup=8, error_model="isotonic")
     tr = res.trace.sort_values("step")
     warm = tr.iloc[:8]
-    assert warm["human"].all() and (warm["pi"] == 1.0).all()
+    assert (warm["arm"] == GOLD_HUMAN).all() and (warm["p_human"] == 1.0).all()
+    assert (warm["phase"] == "burnin").all()
     odd = warm["item_id"].str[1:].astype(int) % 2 == 1
     assert odd.any() and (~odd).any()
     after = tr.iloc[8:]
     even = after["confidence"] == 1.0
-    assert not after.loc[even, "human"].any()
-    assert after.loc[even, "pi"].max() < 1e-6  # sqrt of the 1e-12 error floor, scaled
-    assert after["pi"].sum() == pytest.approx(12 - 8, abs=1e-3)
+    assert (after.loc[even, "arm"] == "cheap").all()
+    assert after.loc[even, "p_human"].max() < 1e-6  # sqrt of the 1e-12 error floor, scaled
+    assert after["p_human"].sum() == pytest.approx(12 - 8, abs=1e-3)
     assert res.human_labels <= 12 and res.info["warmup_used"] == 8
     # 20 % of the items when the human budget exceeds that share
     res, _ = route("cdi", ds, b=30)
@@ -147,9 +150,9 @@ def test_hypac_sends_higher_uncertainty_to_dearer_tiers():
     res, _ = route("hypac", case(), b=6)
     tr = res.trace.set_index("item_id")
     assert np.allclose(tr.loc[[item(j) for j in range(N)], "uncertainty"], 1 - np.array(CONF))
-    order = {"cheap": 0, "mid": 1, "strong": 2, "human": 3}
-    routed = tr.loc[tr["route"] != "calibration"]
-    rank = routed["route"].map(order)
+    order = {"cheap": 0, "mid": 1, "strong": 2, GOLD_HUMAN: 3}
+    routed = tr.loc[tr["phase"] != "calibration"]
+    rank = routed["arm"].map(order)
     # monotone: a more uncertain item never goes to a cheaper tier
     by_u = rank.loc[routed["uncertainty"].sort_values().index].to_numpy()
     assert (np.diff(by_u) >= 0).all()
@@ -303,8 +306,9 @@ def test_hypac_auditor_falls_back_to_the_strongest_llm_when_humans_run_out():
     assert res.info["thresholds_found"] is False
     tr = res.trace
     n_cal = res.info["calibration_labels"]
-    assert (tr["route"] == "human").sum() == 4 - n_cal
-    assert (tr["route"] == "strong").sum() == N - 4
+    assert (tr["phase"] == "calibration").sum() == n_cal
+    assert (tr["mode"] == "escalate").sum() == 4 - n_cal
+    assert (tr["arm"] == "strong").sum() == N - 4
     assert res.human_labels == 4
 
 
@@ -315,9 +319,9 @@ def test_hypac_dollars_steps_down_to_what_the_money_pays():
     res, budget = route("hypac", case(), "dollars", money=money, epsilon=0.0)
     assert res.cost <= budget.limit + 1e-9
     tr = res.trace
-    assert (tr["route"] == "calibration").sum() == 1
-    assert (tr["route"] == "human").sum() == 0
-    assert (tr["route"] == "strong").sum() == 1
+    assert (tr["phase"] == "calibration").sum() == 1
+    assert (tr["mode"] == "escalate").sum() == 0
+    assert (tr["arm"] == "strong").sum() == 1
 
 
 def test_hypac_extra_cost_covers_confidence_and_tiers():
@@ -413,3 +417,22 @@ def test_ensemble_names_reproduce_the_earlier_routes(key):
     c_min = min(a.price for a in task.llms)
     budget, _ = budget_for_setting(setting, 0.3, T, task.human_spec.price, c_min, extra)
     assert route_hash(r.route(p, src, budget, seed=seed)) == BEFORE[key]
+
+
+# ---------------------------------------------------------------- the trace
+@pytest.mark.parametrize("method", baseline_names())
+@pytest.mark.parametrize("setting", ["auditor", "dollars"])
+def test_every_baseline_writes_the_one_trace_format(method, setting):
+    """The QUORUM trace's columns (DecisionTrace), one row per item in the order decided;
+    the arm of a row is where the item went: a human row for every item a human labelled."""
+    res, _ = route(method, case(), setting, b=4, money=N * 0.2)
+    tr = res.trace
+    core = ["step", "phase", "item_id", "arm", "mode", "epsilon", "b_t", "p_t", "price"]
+    assert list(tr.columns[: len(core)]) == core
+    assert set(tr.columns) - set(core) <= {"budget_left", "priority", *SCORES}
+    assert tr["step"].tolist() == list(range(1, N + 1))
+    assert sorted(tr["item_id"]) == [item(j) for j in range(N)]
+    assert set(tr["arm"]) <= {GOLD_HUMAN, "-", *PRICES}
+    assert set(tr.loc[tr["arm"] == GOLD_HUMAN, "item_id"]) == humans(res)
+    prices = {**PRICES, GOLD_HUMAN: 0.10, "-": 0.0}
+    assert np.allclose(tr["price"], tr["arm"].map(prices))

@@ -16,6 +16,7 @@ from quorum.baselines.hypac_ensemble import HyPACEnsembleRouter
 from quorum.baselines.pac_rules import pac_threshold, ucb
 from quorum.baselines.random import RandomRouter
 from quorum.baselines.sant import SANTRouter
+from quorum.data.schema import GOLD_HUMAN
 from quorum.errors import UnsupportedTaskError
 from quorum.methods import get_router_class
 from quorum.routing.budget import Budget
@@ -197,13 +198,14 @@ def test_cdi_burnin_items_always_get_humans_and_confident_items_never_after():
     res = r.route(p, src, auditor_budget(p, r, src, b), seed=0)
     tr = res.trace.sort_values("step")
     burn = tr.iloc[:10]
-    assert burn["human"].all()
+    assert (burn["arm"] == GOLD_HUMAN).all() and (burn["phase"] == "burnin").all()
     odd = burn["item_id"].str[1:].astype(int) % 2 == 1
     assert odd.any() and (~odd).any()  # both kinds seen: the error model is identified
     after = tr.iloc[10:]
     confident = after["confidence"] == 1.0
-    assert not after.loc[confident, "human"].any()  # predicted error 0 -> pi = 0
-    assert after.loc[confident, "pi"].eq(0.0).all()
+    assert (after.loc[confident, "arm"] == "cheap").all()  # predicted error 0 -> pi = 0
+    assert (after.loc[confident, "mode"] == "keep").all()
+    assert after.loc[confident, "p_human"].eq(0.0).all()
     assert res.human_labels <= b
     assert res.info["confidence_source"] == "recorded"
 
@@ -253,8 +255,9 @@ def test_hypac_routes_calibration_then_most_uncertain_within_budget():
     res = r.route(p, src, auditor_budget(p, r, src, b), seed=0)
     assert res.human_labels <= b
     tr = res.trace.set_index("item_id")
-    routed = tr.loc[tr["route"] == "human", "uncertainty"]
-    machine = tr.loc[tr["route"] == "llm", "uncertainty"]
+    routed = tr.loc[tr["mode"] == "escalate", "uncertainty"]
+    machine = tr.loc[tr["mode"] == "keep", "uncertainty"]
+    assert (tr.loc[tr["mode"] == "escalate", "arm"] == GOLD_HUMAN).all()
     assert len(routed) > 0 and routed.min() >= machine.max()  # a threshold on uncertainty
     assert res.info["calibration_labels"] <= b // 2
     assert res.info["epsilon_choice"] == "smallest epsilon that fits"
@@ -343,7 +346,8 @@ def test_sant_error_triage_sends_error_prone_items():
     r = SANTRouter(weight=0.0, n_components=4)
     res = r.route(p, src, auditor_budget(p, r, src, b), seed=0)
     tr = res.trace.set_index("item_id")
-    later = [int(i[1:]) for i in tr.index[tr["round"] >= 1]]
+    later = [int(i[1:]) for i in tr.index[tr["phase"].str.match(r"round[1-9]")]]
+    assert (tr.loc[tr["phase"] == "round0", "mode"] == "random").all()
     assert len(later) == b - 12
     assert np.mean(which[later]) == 1.0  # pure error triage: all later humans in cluster B
 

@@ -113,6 +113,49 @@ def test_decision_trace_frame_equals_list_of_dicts(with_priority, with_q, n):
     assert len(trace) == n
 
 
+@pytest.mark.parametrize("with_priority", [True, False])
+def test_decision_trace_extend_equals_appending_row_by_row(with_priority):
+    """A baseline's rows in one ``extend`` (after two appended rows): the frame of the
+    same rows appended one by one; a score column only where some row has it, NaN in the
+    rows without it."""
+    rng = np.random.default_rng(7)
+    n = 25
+    cols = {
+        "phase": [str(p) for p in rng.choice(["route", "calibration"], n)],
+        "item_id": [f"i{j}" for j in range(n)],
+        "arm": [str(a) for a in rng.choice(["small", "gold", "-"], n)],
+        "mode": [str(m) for m in rng.choice(["keep", "escalate"], n)],
+        "price": rng.random(n),
+    }
+    prio = rng.random(n) if with_priority else None
+    scores = {"uncertainty": rng.random(n), "p_human": rng.random(n)}
+    one, many = DecisionTrace(["small"]), DecisionTrace(["small"])
+    for tr in (one, many):
+        tr.append("route", "q0", "small", "explore", 0.1, 0.2, 0.3, 0.01, 5.0, None, [0.9])
+        tr.append("route", "q1", "gold", "escalate", 0.1, 0.2, 0.3, 0.1, 4.9, None, None)
+    many.extend(*cols.values(), prio, **scores)
+    nan = float("nan")
+    for j in range(n):
+        one.append(
+            *(cols[k][j] for k in ("phase", "item_id", "arm", "mode")),
+            nan,
+            nan,
+            nan,
+            float(cols["price"][j]),
+            nan,
+            None if prio is None else float(prio[j]),
+            **{k: float(v[j]) for k, v in scores.items()},
+        )
+    got = many.frame()
+    pd.testing.assert_frame_equal(got, one.frame())
+    assert list(got.columns) == [*got.columns[:11], "uncertainty", "p_human", "q:small"]
+    assert got["uncertainty"].iloc[:2].isna().all() and got["step"].tolist() == list(
+        range(1, n + 3)
+    )
+    with pytest.raises(ValueError, match="unknown score"):
+        many.extend(["route"], ["x"], ["gold"], ["keep"], np.zeros(1), score=np.zeros(1))
+
+
 def test_call_log_frame_and_rows_equal_list_of_dicts():
     cols = ["item_id", "annotator", "output", "status", "cost", "phase", "step", "kind"]
     rows = [

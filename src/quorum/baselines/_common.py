@@ -1,6 +1,7 @@
-"""Pieces shared by the baselines: the route template, human caps, label frames, result
-building, ranking. The run's set-up and result are the run core every router shares
-(:mod:`quorum.routing.run_core`)."""
+"""Pieces shared by the baselines: the route template, human caps, label frames, the
+decision trace, result building, ranking. The run's set-up, trace format and result are
+the run core every router shares (:mod:`quorum.routing.run_core`,
+:class:`~quorum.routing.trace.DecisionTrace`)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from quorum.routing.budget import Budget
 from quorum.routing.outputs import LABEL_COLUMNS
 from quorum.routing.recorder import CallRecorder
 from quorum.routing.run_core import RunCore, build_result
+from quorum.routing.trace import DecisionTrace
 
 #: phases whose calls exist only to estimate uncertainty (reported as confidence cost)
 UNCERTAINTY_PHASES = ("confidence", "uncertainty")
@@ -63,11 +65,12 @@ def require_llm(router: Router, problem: RoutingProblem) -> None:
 
 
 class Routed(NamedTuple):
-    """What a baseline's ``_route`` hands back: final labels, result info, decision trace."""
+    """What a baseline's ``_route`` hands back: final labels, result info, decision trace
+    (the one format, :func:`item_trace`)."""
 
     labels: pd.DataFrame
     info: dict[str, Any]
-    trace: pd.DataFrame | None = None
+    trace: DecisionTrace | None = None
 
 
 class BaselineRouter(Router):
@@ -176,7 +179,38 @@ def make_result(router: Router, run: RunCore, out: Routed) -> RoutingResult:
     its parameters first in ``info``, the money spent only on uncertainty apart."""
     info = {"params": router.get_params(), **out.info}
     conf = uncertainty_spend(run.rec)
-    return build_result(router.name, run, out.labels, info, out.trace, confidence=conf)
+    trace = None if out.trace is None else out.trace.frame()
+    return build_result(router.name, run, out.labels, info, trace, confidence=conf)
+
+
+def item_trace(
+    run: RunCore,
+    rows: Sequence[int] | np.ndarray,
+    arm: Sequence[str] | np.ndarray,
+    mode: Sequence[str] | np.ndarray,
+    phase: Sequence[str] | np.ndarray | str = "route",
+    **scores: np.ndarray,
+) -> DecisionTrace:
+    """A baseline's decisions in the one trace format
+    (:class:`~quorum.routing.trace.DecisionTrace`): a row for each item ``t`` of ``rows``,
+    in that order (the order the rule took the items), with ``arm[t]`` (where it went;
+    ``"-"``: nowhere), ``mode[t]`` (why), ``phase[t]``, the arm's price and ``scores[k][t]``
+    for each score the rule decided on (``priority``, ``uncertainty``, ``confidence``,
+    ``p_human``). QUORUM's context fields (epsilon_t, b_t, p_t, money left) are NaN."""
+    rows = np.asarray(rows, dtype=np.int64)
+    arms = np.asarray(arm, dtype=object)[rows]
+    prices = {a: (0.0 if a == "-" else run.rec.price(a)) for a in set(arms)}
+    phases = [phase] * len(rows) if isinstance(phase, str) else np.asarray(phase)[rows]
+    trace = DecisionTrace(run.llm_names)
+    trace.extend(
+        list(phases),
+        list(run.ids[rows]),
+        list(arms),
+        list(np.asarray(mode, dtype=object)[rows]),
+        np.array([prices[a] for a in arms], dtype=np.float64),
+        **{k: np.asarray(v, dtype=np.float64)[rows] for k, v in scores.items()},
+    )
+    return trace
 
 
 def item_vectors(problem: RoutingProblem) -> np.ndarray:

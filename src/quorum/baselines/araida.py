@@ -27,21 +27,33 @@ Vectors: ``problem.embeddings`` (unit norm), else the standardised ``phi``.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from quorum.baselines._common import (
     LabelModelRouter,
     Routed,
     affordable_humans,
     human_cap,
+    item_trace,
     item_vectors,
     label_frame,
     ranked,
 )
 from quorum.routing.run_core import RunCore
+
+
+class _Walk(NamedTuple):
+    """What the batches left: per item the confidence ``p[kept output]`` and the mixture's
+    label index; which items went to the human; the datastore; the LLM errors seen."""
+
+    conf: np.ndarray
+    mixed: np.ndarray
+    to_human: np.ndarray
+    store: KNNDatastore
+    n_err: int
+    n_seen: int
 
 
 def pace_quota(humans_left: int, batch: int, items_left: int, rng: np.random.Generator) -> int:
@@ -176,31 +188,57 @@ class ARAIDARouter(LabelModelRouter):
         )
 
     def _route(self, run: RunCore) -> Routed:
-        problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
-        ids, T, human = run.ids, run.T, run.human
+        """The labeller on every item (random order), then the batches (:meth:`_walk`)."""
+        problem, rec, ids, T = run.problem, run.rec, run.ids, run.T
         lab = self.labeller or problem.llms[0].name
         labels_list = list(problem.task.labels or [])
         li = {y: j for j, y in enumerate(labels_list)}
-        K = len(labels_list)
-        X = item_vectors(problem)
-
-        order = rng.permutation(T)
+        order = run.rng.permutation(T)
         outs = rec.annotate_many([(ids[t], lab) for t in order], phase="label")
         llm = np.full(T, -1, dtype=np.int64)
         for t, o in zip(order, outs, strict=True):
             if o is not None and o.ok and o.output in li:
                 llm[t] = li[o.output]
         # every item has its LLM label now; the money left pays for humans
-        h_total = affordable_humans(rec, human_cap(problem, budget))
+        h_total = affordable_humans(rec, human_cap(problem, run.budget))
+        walk = self._walk(run, order, llm, li, h_total)
 
+        kept = walk.mixed if self.machine_output == "mixture" else llm
+        outputs = {ids[t]: (labels_list[kept[t]] if kept[t] >= 0 else None) for t in range(T)}
+        labels = label_frame(ids, rec, outputs)
+        keep = "keep" if self.machine_output == "llm" else "mixture"  # the output kept
+        arm = np.where(walk.to_human, run.human, lab).astype(object)
+        mode = np.where(walk.to_human, "escalate", keep).astype(object)
+        trace = item_trace(run, order, arm, mode, confidence=walk.conf)
+        info = {
+            "confidence_source": "label-based: kNN over human labels + LLM label",
+            "substitute": False,
+            "labeller": lab,
+            "rule": "least probable output under p per batch to humans, paced to the budget",
+            "machine_output": self.machine_output,
+            "n_human_target": int(h_total),
+            "datastore_size": int(walk.store.n),
+            "llm_error_rate_seen": (walk.n_err / walk.n_seen) if walk.n_seen else None,
+        }
+        return Routed(labels, info, trace)
+
+    def _walk(
+        self, run: RunCore, order: np.ndarray, llm: np.ndarray, li: dict[str, int], h_total: int
+    ) -> _Walk:
+        """Batches of ``batch_size`` items in ``order``: score each batch (:meth:`_scores`),
+        send its least probable outputs to the human (as many as :func:`pace_quota` keeps
+        on pace) and add their labels to the datastore."""
+        rng, rec, ids, T, human = run.rng, run.rec, run.ids, run.T, run.human
+        X = item_vectors(run.problem)
         store = KNNDatastore(X.shape[1], max(h_total, 1))
         n_err = n_seen = 0
         h_left = h_total
         conf = np.full(T, np.nan)
         mixed = np.full(T, -1, dtype=np.int64)
+        to_human = np.zeros(T, dtype=bool)
         for b0 in range(0, T, self.batch_size):
             batch = order[b0 : b0 + self.batch_size]
-            p = self._scores(store, X[batch], llm[batch], K, (n_err + 1.0) / (n_seen + 2.0))
+            p = self._scores(store, X[batch], llm[batch], len(li), (n_err + 1.0) / (n_seen + 2.0))
             mixed[batch] = p.argmax(axis=1)
             if self.machine_output == "mixture":
                 conf[batch] = p.max(axis=1)
@@ -211,6 +249,7 @@ class ARAIDARouter(LabelModelRouter):
             if q == 0:
                 continue
             pick = batch[ranked(conf[batch], rng, descending=False)[:q]]
+            to_human[pick] = True
             houts = rec.annotate_many([(ids[t], human) for t in pick], phase="route")
             for t, o in zip(pick, houts, strict=True):
                 if o is None:
@@ -221,19 +260,4 @@ class ARAIDARouter(LabelModelRouter):
                     store.add(X[t], li[o.output], wrong)
                     n_err += int(wrong)
                     n_seen += 1
-
-        kept = mixed if self.machine_output == "mixture" else llm
-        outputs = {ids[t]: (labels_list[kept[t]] if kept[t] >= 0 else None) for t in range(T)}
-        labels = label_frame(ids, rec, outputs)
-        trace = pd.DataFrame({"item_id": ids, "confidence": conf})
-        info = {
-            "confidence_source": "label-based: kNN over human labels + LLM label",
-            "substitute": False,
-            "labeller": lab,
-            "rule": "least probable output under p per batch to humans, paced to the budget",
-            "machine_output": self.machine_output,
-            "n_human_target": int(h_total),
-            "datastore_size": int(store.n),
-            "llm_error_rate_seen": (n_err / n_seen) if n_seen else None,
-        }
-        return Routed(labels, info, trace)
+        return _Walk(conf, mixed, to_human, store, n_err, n_seen)

@@ -46,6 +46,7 @@ import pandas as pd
 from quorum.baselines._common import (
     Routed,
     affordable_humans,
+    item_trace,
     label_frame,
 )
 from quorum.baselines._confidence import (
@@ -63,6 +64,7 @@ from quorum.baselines.cdi_rules import (
     summary_errors,
 )
 from quorum.routing.run_core import RunCore
+from quorum.routing.trace import DecisionTrace
 
 Sampling = Literal["authors", "stream"]
 
@@ -169,7 +171,8 @@ class CDIRouter(ConfidenceBaseline):
         pis = np.full(T, np.nan)
         pis[order[:warm]] = 1.0
         pis[rest] = pi
-        labels, trace = _labels_and_trace(run, sig, order, asked, pis, llm_out)
+        kept = (plan.labeller, self._keep)
+        labels, trace = _labels_and_trace(run, sig, order, asked, pis, llm_out, warm, kept)
         info = self._info(
             plan,
             sig,
@@ -194,7 +197,8 @@ class CDIRouter(ConfidenceBaseline):
 
         pis = np.full(T, np.nan)
         asked = self._ask_stream(run, order, conf, llm_out, n_human, burn, frac, pis)
-        labels, trace = _labels_and_trace(run, sig, order, asked, pis, llm_out)
+        kept = (plan.labeller, self._keep)
+        labels, trace = _labels_and_trace(run, sig, order, asked, pis, llm_out, burn, kept)
         info = self._info(
             plan,
             sig,
@@ -205,6 +209,11 @@ class CDIRouter(ConfidenceBaseline):
             frac=float(frac),
         )
         return Routed(labels, info, trace)
+
+    @property
+    def _keep(self) -> str:
+        """The trace's mode where the LLM label is kept: the labeller's or the majority."""
+        return "keep" if self.llm_label == "labeller" else "majority"
 
     def _info(self, plan: ConfidencePlan, sig: Signals, **fields: Any) -> dict[str, Any]:
         """The result's info: the signal's (:func:`plan_info`), ``fields``, the model."""
@@ -327,21 +336,22 @@ def _labels_and_trace(
     asked: list[int],
     pis: np.ndarray,
     llm_out: np.ndarray,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The LLM's label where no human answered; the trace: step, confidence, pi, human."""
+    n_burnin: int,
+    arm_kept: tuple[str, str],
+) -> tuple[pd.DataFrame, DecisionTrace]:
+    """The LLM's label where no human answered; the trace: the items in the order the
+    rule took them (the first ``n_burnin``: phase ``burnin``), the human where one was
+    asked, else ``arm_kept`` (the labeller, and the mode: its label or the majority kept),
+    the confidence and pi_t (``p_human``)."""
     ids, T = run.ids, run.T
     labels = label_frame(ids, run.rec, {ids[t]: llm_out[t] for t in range(T)})
-    to_human = np.zeros(T, dtype=bool)
-    to_human[asked] = True
-    step = np.empty(T, dtype=int)
-    step[order] = np.arange(T)
-    trace = pd.DataFrame(
-        {
-            "item_id": ids,
-            "step": step,
-            "confidence": sig.confidence,
-            "pi": pis,
-            "human": to_human,
-        }
-    )
+    lab, keep = arm_kept
+    arm = np.full(T, lab, dtype=object)
+    mode = np.full(T, keep, dtype=object)
+    arm[asked], mode[asked] = run.human, "escalate"
+    phase = np.full(T, "route", dtype=object)
+    phase[order[:n_burnin]] = "burnin"
+    mode[order[:n_burnin]] = np.where(arm[order[:n_burnin]] == run.human, "burnin", keep)
+    conf = sig.confidence
+    trace = item_trace(run, order, arm, mode, phase, confidence=conf, p_human=pis)
     return labels, trace

@@ -23,11 +23,11 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-import pandas as pd
 
 from quorum.baselines._common import (
     Routed,
     affordable_humans,
+    item_trace,
     label_frame,
     ranked,
 )
@@ -83,15 +83,12 @@ class CoAnnotatingRouter(ConfidenceBaseline):
         outputs = {ids[t]: llm_out[t] for t in range(len(ids))}
         agreement = {ids[t]: float(sig.agreement[t]) for t in range(len(ids))}
         labels = label_frame(ids, rec, outputs, agreement)
-        to_human = np.zeros(len(ids), dtype=bool)
-        to_human[chosen] = True
-        trace = pd.DataFrame(
-            {
-                "item_id": ids,
-                "uncertainty": sig.uncertainty,
-                "confidence": sig.confidence,
-                "human": to_human,
-            }
+        arm = np.full(len(ids), plan.labeller, dtype=object)
+        keep = "keep" if self.llm_label == "labeller" else "majority"  # the LLM label kept
+        mode = np.full(len(ids), keep, dtype=object)
+        arm[chosen], mode[chosen] = human, "escalate"
+        trace = item_trace(
+            run, by_unc, arm, mode, uncertainty=sig.uncertainty, confidence=sig.confidence
         )
         info = plan_info(plan, sig)
         info.update(

@@ -27,10 +27,9 @@ from __future__ import annotations
 from itertools import combinations_with_replacement
 
 import numpy as np
-import pandas as pd
 from scipy.stats import norm
 
-from quorum.baselines._common import Routed, affordable_humans, label_frame
+from quorum.baselines._common import Routed, affordable_humans, item_trace, label_frame
 from quorum.baselines._confidence import (
     ConfidenceBaseline,
     ConfidenceMode,
@@ -43,6 +42,7 @@ from quorum.baselines.cdi_rules import summary_errors
 from quorum.routing.base import AnnotationSource, RoutingProblem
 from quorum.routing.recorder import CallRecorder
 from quorum.routing.run_core import RunCore
+from quorum.routing.trace import DecisionTrace
 
 
 def tier_of(u: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
@@ -233,7 +233,7 @@ class HyPACRouter(ConfidenceBaseline):
         where = names[route]
         where[~known] = tiers[0]
         where[cal] = "calibration"
-        trace = pd.DataFrame({"item_id": ids, "uncertainty": u, "route": where})
+        trace = self._trace(run, cal, by_u, route, tiers, known, u)
         info = plan_info(plan, sig)
         info.update(
             {
@@ -290,6 +290,32 @@ class HyPACRouter(ConfidenceBaseline):
             u[cal], loss, w, tier_cost, self.epsilon, self.alpha, self.n_grid
         )
         return cal, th, found
+
+    @staticmethod
+    def _trace(
+        run: RunCore,
+        cal: list[int],
+        by_u: np.ndarray,
+        route: np.ndarray,
+        tiers: list[str],
+        known: np.ndarray,
+        u: np.ndarray,
+    ) -> DecisionTrace:
+        """The decisions in order: the calibration sample (human), the items routed most
+        uncertain first (tier 0 kept, a higher tier, the human), then the items without an
+        uncertainty (tier 0)."""
+        k, T = len(tiers), run.T
+        arm = np.array([*tiers, run.human], dtype=object)[route]
+        mode = np.where(route == k, "escalate", np.where(route > 0, "tier", "keep"))
+        mode = mode.astype(object)
+        arm[~known], mode[~known] = tiers[0], "unknown"
+        phase = np.full(T, "route", dtype=object)
+        arm[cal], mode[cal], phase[cal] = run.human, "calibration", "calibration"
+        seen = np.zeros(T, dtype=bool)
+        seen[cal] = True
+        seen[by_u] = True
+        rows = np.concatenate([np.asarray(cal, dtype=int), by_u, np.flatnonzero(~seen)])
+        return item_trace(run, rows, arm, mode, phase, uncertainty=u)
 
     @staticmethod
     def _assign(

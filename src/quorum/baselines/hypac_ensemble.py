@@ -40,11 +40,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import pandas as pd
 
 from quorum.baselines._common import (
     Routed,
     affordable_humans,
+    item_trace,
     label_frame,
 )
 from quorum.baselines._confidence import ConfidenceBaseline, ConfidenceMode, plan_info
@@ -171,11 +171,17 @@ class HyPACEnsembleRouter(ConfidenceBaseline):
             o = rec.outputs(ids[t]).get(strong)
             if o is not None:
                 outputs[ids[t]] = o
-        route = np.full(T, "llm", dtype=object)
-        route[to_s] = "strong"
-        route[to_h] = "human"
-        route[cal.items] = "calibration"
-        trace = pd.DataFrame({"item_id": ids, "uncertainty": sig.uncertainty, "route": route})
+        keep = "keep" if self.llm_label == "labeller" else "majority"  # the LLM label kept
+        arm = np.full(T, plan.labeller, dtype=object)
+        mode = np.full(T, keep, dtype=object)
+        mode[~open_] = "unknown"  # no label of the labeller to route on
+        arm[to_s], mode[to_s] = strong, "tier"
+        arm[to_h], mode[to_h] = run.human, "escalate"
+        phase = np.full(T, "route", dtype=object)
+        arm[cal.items], mode[cal.items], phase[cal.items] = run.human, "calibration", "calibration"
+        rest = np.flatnonzero(~open_ & ~is_cal)
+        rows = np.concatenate([np.asarray(cal.items, dtype=int), by_u, rest]).astype(int)
+        trace = item_trace(run, rows, arm, mode, phase, uncertainty=sig.uncertainty)
         info = plan_info(plan, sig)
         info.update(
             {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from quorum.baselines._common import BaselineRouter, Routed, human_cap
+from quorum.baselines._common import BaselineRouter, Routed, human_cap, item_trace
 from quorum.routing.outputs import single_output_labels
 from quorum.routing.run_core import RunCore
 
@@ -49,6 +49,8 @@ class RandomRouter(BaselineRouter):
 
         requests = [(ids[t], human) for t in order if t in human_set]
         rec.annotate_many(requests, phase="route")
+        arm = np.full(T, human, dtype=object)
+        mode = np.full(T, "random", dtype=object)
         c_min = rec.price(cheapest.name)
         rest = [t for t in order if t not in human_set]
         for j, t in enumerate(rest):
@@ -62,6 +64,9 @@ class RandomRouter(BaselineRouter):
                 name = ok[rng.integers(len(ok))] if ok else cheapest.name
             if rec.can_afford(name):
                 rec.annotate(ids[t], name, phase="route")
+                arm[t], mode[t] = name, "cover"
+            else:
+                arm[t], mode[t] = "-", "unaffordable"
 
         labels = single_output_labels(ids, rec, prefer=[human])
         info = {
@@ -71,7 +76,7 @@ class RandomRouter(BaselineRouter):
             "llm_choice": self.llm_choice,
             "n_human_target": int(n_h),
         }
-        return Routed(labels, info)
+        return Routed(labels, info, item_trace(run, order, arm, mode))
 
 
 class RandomUniformRouter(RandomRouter):

@@ -27,7 +27,6 @@ import warnings
 from typing import Literal
 
 import numpy as np
-import pandas as pd
 from scipy.stats import rankdata
 
 from quorum.baselines._common import (
@@ -35,11 +34,13 @@ from quorum.baselines._common import (
     Routed,
     affordable_humans,
     human_cap,
+    item_trace,
     label_frame,
     ranked,
 )
 from quorum.routing.base import RoutingProblem
 from quorum.routing.run_core import RunCore
+from quorum.routing.trace import DecisionTrace
 
 
 def sant_features(problem: RoutingProblem, n_components: int) -> np.ndarray:
@@ -150,6 +151,20 @@ class SANTRouter(LabelModelRouter):
         rest = np.array_split(np.arange(n_human - n0), self.n_rounds - 1)
         return [n0] + [len(r) for r in rest]
 
+    @staticmethod
+    def _trace(
+        run: RunCore, lab: str, score: np.ndarray, rnd: np.ndarray, seq: list[int]
+    ) -> DecisionTrace:
+        """The decisions: the items a human labelled (``seq``), round by round (``phase``
+        ``round<r>``; round 0 drawn at random, later ones by ``score``, the ``priority``),
+        then the items that keep the labeller's answer."""
+        asked = rnd >= 0
+        rows = np.concatenate([seq, np.flatnonzero(~asked)]).astype(int)
+        arm = np.where(asked, run.human, lab).astype(object)
+        mode = np.where(rnd == 0, "random", np.where(asked, "escalate", "keep")).astype(object)
+        phase = np.array([f"round{r}" if r >= 0 else "route" for r in rnd], dtype=object)
+        return item_trace(run, rows, arm, mode, phase, priority=score)
+
     def _route(self, run: RunCore) -> Routed:
         problem, budget, rng, rec = run.problem, run.budget, run.rng, run.rec
         ids, T, human = run.ids, run.T, run.human
@@ -173,6 +188,7 @@ class SANTRouter(LabelModelRouter):
         y_h = np.full(T, -1, dtype=np.int64)
         score = np.full(T, np.nan)
         rnd = np.full(T, -1, dtype=np.int64)
+        seq: list[int] = []  # the items a human labelled, in order
         for r, q in enumerate(sizes):
             pool = np.flatnonzero(~asked)
             q = min(q, len(pool))
@@ -194,12 +210,13 @@ class SANTRouter(LabelModelRouter):
                     continue
                 asked[t] = True
                 rnd[t] = r
+                seq.append(int(t))
                 if o.ok and o.output in li:
                     y_h[t] = li[o.output]
 
         outputs = {ids[t]: (labels_list[llm[t]] if llm[t] >= 0 else None) for t in range(T)}
         labels = label_frame(ids, rec, outputs)
-        trace = pd.DataFrame({"item_id": ids, "score": score, "round": rnd})
+        trace = self._trace(run, lab, score, rnd, seq)
         info = {
             "confidence_source": "label-based: classifiers over human labels + LLM label",
             "substitute": False,

@@ -24,48 +24,58 @@ def _parse_params(values: list[str] | None) -> dict:
     return out
 
 
+#: the options of ``quorum simulate`` whose help runs over a line
+BudgetOption = Annotated[
+    float,
+    typer.Option(
+        help="auditor: share of items for humans (<= 1); dollars: share of the "
+        "all-human cost (may exceed 1, e.g. 1.2)"
+    ),
+]
+AnnotatorsOption = Annotated[
+    str | None,
+    typer.Option(help="LLM panel as name=price,... (default: the dataset's panel)"),
+]
+HumanOption = Annotated[
+    str, typer.Option(help="'gold' (perfect human) or a recorded human annotator")
+]
+ParamOption = Annotated[
+    list[str] | None, typer.Option("--param", "-p", help="router parameter KEY=VALUE")
+]
+QualityOption = Annotated[
+    bool,
+    typer.Option(
+        "--quality",
+        help="buy random human checks out of the budget and estimate the labels' quality "
+        "(quality_estimate, quality_low, quality_high; docs/quality.md)",
+    ),
+]
+TargetOption = Annotated[
+    float | None,
+    typer.Option(
+        help="spend in steps up to the budget and stop once the quality's lower bound "
+        "reaches this (implies --quality)"
+    ),
+]
+ConfidenceOption = Annotated[
+    float | None,
+    typer.Option(help="confidence of the target (default 0.9) or of the interval (0.95)"),
+]
+
+
 def simulate(
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="named dataset or folder")],
     setting: Annotated[str, typer.Option(help="dollars or auditor")] = "dollars",
-    budget: Annotated[
-        float,
-        typer.Option(
-            help="auditor: share of items for humans (<= 1); dollars: share of the "
-            "all-human cost (may exceed 1, e.g. 1.2)"
-        ),
-    ] = 0.3,
+    budget: BudgetOption = 0.3,
     method: Annotated[str, typer.Option(help="quorum, random, coannotating, cdi, ...")] = "quorum",
-    annotators: Annotated[
-        str | None,
-        typer.Option(help="LLM panel as name=price,... (default: the dataset's panel)"),
-    ] = None,
-    human: Annotated[
-        str, typer.Option(help="'gold' (perfect human) or a recorded human annotator")
-    ] = "gold",
+    annotators: AnnotatorsOption = None,
+    human: HumanOption = "gold",
     seeds: Annotated[int, typer.Option(help="number of seeds (0..N-1)")] = 1,
-    param: Annotated[
-        list[str] | None, typer.Option("--param", "-p", help="router parameter KEY=VALUE")
-    ] = None,
+    param: ParamOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object per seed")] = False,
-    quality: Annotated[
-        bool,
-        typer.Option(
-            "--quality",
-            help="buy random human checks out of the budget and estimate the labels' quality "
-            "(quality_estimate, quality_low, quality_high; docs/quality.md)",
-        ),
-    ] = False,
-    target_quality: Annotated[
-        float | None,
-        typer.Option(
-            help="spend in steps up to the budget and stop once the quality's lower bound "
-            "reaches this (implies --quality)"
-        ),
-    ] = None,
-    confidence: Annotated[
-        float | None,
-        typer.Option(help="confidence of the target (default 0.9) or of the interval (0.95)"),
-    ] = None,
+    quality: QualityOption = False,
+    target_quality: TargetOption = None,
+    confidence: ConfidenceOption = None,
 ) -> None:
     """Run a routing method on recorded annotations and print its metrics."""
     from quorum.data.loaders import load_dataset

@@ -4,9 +4,9 @@ QUORUM (:mod:`~quorum.routing.quorum`), the paper preset (:mod:`~quorum.routing.
 and the baselines (:mod:`quorum.baselines`) all open a run the same way
 (:meth:`RunCore.open`: the problem, the budget, ``default_rng(seed)`` and a
 :class:`~quorum.routing.recorder.CallRecorder` of the calls paid for) and all build
-their :class:`~quorum.routing.base.RoutingResult` with :func:`build_result`. The
-decision trace of QUORUM and the paper preset is one format,
-:class:`~quorum.routing.trace.DecisionTrace`.
+their :class:`~quorum.routing.base.RoutingResult` with :func:`build_result`. Every
+router's decision trace is one format, :class:`~quorum.routing.trace.DecisionTrace`
+(a baseline's through :func:`quorum.baselines._common.item_trace`).
 """
 
 from __future__ import annotations

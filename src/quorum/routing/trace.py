@@ -1,11 +1,22 @@
-"""The QUORUM router's decision trace, kept column by column.
+"""The decision trace every router writes, kept column by column.
 
-The one trace format of QUORUM and the paper preset (:mod:`~quorum.routing.paper`).
-One row per decision (calibration call, phase-2 route, extra annotation, leftover human
-label): step, phase, item, arm, mode, epsilon_t, b_t, p_t, price, money left, priority
-and, where the decision looked at them, every LLM's q_a(x_t). A list of one dict per row
-costs about 1 kB a row (2-3 GB for a million items); numbers here sit in typed arrays
-(8 bytes each) and strings in lists of shared references.
+The one trace format of QUORUM, the paper preset (:mod:`~quorum.routing.paper`) and the
+baselines (:mod:`quorum.baselines`, through :func:`quorum.baselines._common.item_trace`).
+One row per decision (QUORUM: calibration call, phase-2 route, extra annotation, leftover
+human label; a baseline: one row per item, where its rule sent it), in the order decided:
+
+- ``step`` (1, 2, ...), ``phase``, ``item_id``, ``arm`` (the annotator the item went to;
+  ``"-"``: none affordable), ``mode`` (why: ``explore``, ``exploit``, ``calibration``,
+  ``escalate``, ``keep``, ...), ``price`` (of that arm);
+- QUORUM's context: ``epsilon`` (epsilon_t), ``b_t``, ``p_t``, ``budget_left`` (money left)
+  and ``priority`` (phase 3's P_t); NaN where a router has none (the baselines);
+- the score a baseline decided on, each column only where some row has it:
+  ``priority`` (SANT's score), ``uncertainty`` (CoAnnotating, HyPAC), ``confidence``
+  (CoAnnotating, CDI, ARAIDA), ``p_human`` (CDI's sampling probability pi_t);
+- ``q:<llm>``: every LLM's q_a(x_t), where the decision looked at them.
+
+A list of one dict per row costs about 1 kB a row (2-3 GB for a million items); numbers
+here sit in typed arrays (8 bytes each) and strings in lists of shared references.
 
 :meth:`DecisionTrace.frame` gives the DataFrame that ``pd.DataFrame(list_of_row_dicts)``
 gave before (same columns, order, values and dtypes; tests/test_routing_scale.py checks).
@@ -21,6 +32,9 @@ import numpy as np
 import pandas as pd
 
 _NAN = math.nan
+
+#: the optional score columns, in the order the frame writes them (after ``priority``)
+SCORES = ("uncertainty", "confidence", "p_human")
 
 
 class DecisionTrace:
@@ -40,6 +54,7 @@ class DecisionTrace:
         self.budget_left = array("d")
         self.priority = array("d")
         self.q = array("d")  # len(llm_names) values per row, NaN where not looked at
+        self.scores: dict[str, array] = {}  # SCORES given so far, NaN-padded to their rows
         self._any_priority = False
         self._any_q = False
         self._no_q = [_NAN] * len(self.llm_names)
@@ -60,9 +75,20 @@ class DecisionTrace:
         budget_left: float,
         priority: float | None = None,
         q: Sequence[float] | np.ndarray | None = None,
+        *,
+        uncertainty: float | None = None,
+        confidence: float | None = None,
+        p_human: float | None = None,
     ) -> None:
         """One decision; its step is the number of rows so far + 1."""
         step = len(self) + 1
+        if uncertainty is not None or confidence is not None or p_human is not None:
+            given = (uncertainty, confidence, p_human)
+            for name, v in zip(SCORES, given, strict=True):
+                if v is not None:
+                    col = self.scores.setdefault(name, array("d"))
+                    col.extend([_NAN] * (step - 1 - len(col)))
+                    col.append(v)
         self.step.append(step)
         self.phase.append(phase)
         self.item_id.append(item_id)
@@ -86,6 +112,43 @@ class DecisionTrace:
             self._any_q = True
             self.q.extend([float(v) for v in q])
 
+    def extend(
+        self,
+        phase: Sequence[str],
+        item_id: Sequence[str],
+        arm: Sequence[str],
+        mode: Sequence[str],
+        price: np.ndarray,
+        priority: np.ndarray | None = None,
+        **scores: np.ndarray,
+    ) -> None:
+        """Many decisions at once, one per entry of the (equally long) columns; epsilon,
+        b_t, p_t, money left and q are NaN (a baseline's rows, :meth:`append` for QUORUM's).
+        ``scores``: some of :data:`SCORES`."""
+        n, start = len(item_id), len(self)
+        unknown = set(scores) - set(SCORES)
+        if unknown:
+            raise ValueError(f"unknown score columns {sorted(unknown)}; known: {SCORES}")
+        self.step.frombytes(np.arange(start + 1, start + n + 1, dtype=np.int64).tobytes())
+        self.phase.extend(phase)
+        self.item_id.extend(item_id)
+        self.arm.extend(arm)
+        self.mode.extend(mode)
+        nan = np.full(n, _NAN).tobytes()
+        for name in ("epsilon", "b_t", "p_t", "budget_left"):
+            getattr(self, name).frombytes(nan)
+        self.price.frombytes(np.asarray(price, dtype=np.float64).tobytes())
+        if priority is None:
+            self.priority.frombytes(nan)
+        else:
+            self._any_priority = True
+            self.priority.frombytes(np.asarray(priority, dtype=np.float64).tobytes())
+        self.q.frombytes(np.full(n * len(self.llm_names), _NAN).tobytes())
+        for name, values in scores.items():
+            col = self.scores.setdefault(name, array("d"))
+            col.extend([_NAN] * (start - len(col)))
+            col.frombytes(np.asarray(values, dtype=np.float64).tobytes())
+
     def frame(self) -> pd.DataFrame:
         """The trace as a DataFrame (empty, without columns, when nothing was logged)."""
         n = len(self)
@@ -104,6 +167,12 @@ class DecisionTrace:
             cols["priority"] = np.frombuffer(self.priority, dtype=np.float64).copy()
         else:  # no row had a priority: a column of None, as a list of dicts gives
             cols["priority"] = np.full(n, None, dtype=object)
+        for name in SCORES:
+            if name in self.scores:
+                col = np.full(n, _NAN)
+                got = np.frombuffer(self.scores[name], dtype=np.float64)
+                col[: len(got)] = got
+                cols[name] = col
         if self._any_q:
             q = np.frombuffer(self.q, dtype=np.float64).reshape(n, len(self.llm_names))
             for k, a in enumerate(self.llm_names):
