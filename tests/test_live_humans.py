@@ -6,6 +6,7 @@ import csv
 import json
 import logging
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -469,7 +470,10 @@ def test_audit_check_with_a_team_answering_while_the_run_waits(
         r = quorum("annotate", str(team_proj), "--wait", "90")
         assert r.returncode == 0, r.stderr[-3000:]
         assert "run 1: finished" in r.stdout, r.stdout
-        assert "waiting up to" in r.stderr, r.stderr[-3000:]  # it waited for the team
+        # the team answered while the run went on: tasks were outstanding at some point
+        # (whether the run also had to stop and wait depends on how fast the machine routes;
+        # tasks are sent ahead, so under load the team can keep up and no wait is logged)
+        assert re.search(r"people: [1-9]\d* task\(s\) pending", r.stderr), r.stderr[-3000:]
     finally:
         team.close()
     tasks = _tasks(cfg)
