@@ -51,6 +51,7 @@ def test_quality_false_is_the_router_alone(setting):
     want, _ = QualityChecks().route(router, problem, prep.source, budget, 1)
     _same_result(on, want)
     assert row_on["cost"] <= row_on["budget_limit"] + 1e-9
+    assert on.budget_limit == pytest.approx(row_on["budget_limit"])  # the whole budget
 
 
 def test_quality_params_are_validated():

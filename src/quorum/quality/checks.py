@@ -225,6 +225,7 @@ class QualityChecks:
             result,
             labels=bought.labels,
             annotations=_with_calls(result.annotations, bought.rows),
+            budget_limit=budget.limit,  # the whole budget: the router's and the checks'
             cost=result.cost + bought.spent,
             human_labels=result.human_labels + len(bought.sample),
             info=info,
