@@ -65,10 +65,14 @@ class RunSpec:
     @property
     def quality_checks(self) -> bool:
         """Whether the run buys the random quality checks (docs/quality.md)."""
-        from quorum.quality.checks import QualityChecks, checks_by_default
+        from quorum.quality.checks import PARAM_PREFIX, SWITCH, checks_by_default
 
-        on, kw, _ = QualityChecks.read_params(self.param_dict)
-        return on is not False and bool(on or kw or checks_by_default(self.method))
+        on = dict(self.params).get(SWITCH)
+        if on is not None:
+            return bool(on)
+        return checks_by_default(self.method) or any(
+            k.startswith(PARAM_PREFIX) for k, _ in self.params
+        )
 
     def payload(self) -> dict[str, Any]:
         out = {

@@ -18,6 +18,7 @@ unspent buys more. The sample is drawn with its own random stream
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import math
 from typing import Any
@@ -116,7 +117,7 @@ class QualityChecks:
         if on is not None and not isinstance(on, bool):
             raise ValueError(f"{SWITCH} must be true or false, got {on!r}")
         kw = {k[len(PARAM_PREFIX) :]: rest.pop(k) for k in list(rest) if k.startswith(PARAM_PREFIX)}
-        known = set(inspect.signature(cls.__init__).parameters) - {"self"}
+        known = _init_names(cls)
         bad = sorted(set(kw) - known)
         if bad:
             raise ValueError(
@@ -284,6 +285,11 @@ class QualityChecks:
             if self.replace:
                 _relabel(bought.labels, k, out.output, human)
         return bought
+
+
+@functools.cache
+def _init_names(cls: type) -> frozenset[str]:
+    return frozenset(inspect.signature(cls.__init__).parameters) - {"self"}
 
 
 @dataclasses.dataclass
