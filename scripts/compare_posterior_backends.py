@@ -95,7 +95,12 @@ def main() -> int:
                             for be in BACKENDS:
                                 with backend(method, be) as params:
                                     row, res[be] = simulate_once(
-                                        prep, method, setting, frac, seed, params
+                                        prep,
+                                        method,
+                                        setting,
+                                        frac,
+                                        seed,
+                                        {**params, "quality": False},
                                     )
                                 quality[be] = row.get("accuracy", row.get("rouge1"))
                         except UnsupportedTaskError:

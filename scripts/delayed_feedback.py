@@ -203,7 +203,9 @@ def main() -> None:
     args = ap.parse_args()
     for name in args.datasets:
         prep = prepare(name)
-        inst, _ = simulate_once(prep, args.method, "dollars", args.budget, args.seed)
+        inst, _ = simulate_once(
+            prep, args.method, "dollars", args.budget, args.seed, {"quality": False}
+        )
         head = {"dataset": name, "instant_human_accuracy": inst.get("accuracy")}
         head["instant_human_labels"] = inst.get("human_labels")
         print(json.dumps(head), flush=True)

@@ -47,7 +47,11 @@ def main() -> None:
             for i, params in enumerate(grid):
                 q = np.mean(
                     [
-                        quality(simulate_once(prep, "quorum", args.setting, frac, s, params)[0])
+                        quality(
+                            simulate_once(
+                                prep, "quorum", args.setting, frac, s, {**params, "quality": False}
+                            )[0]
+                        )
                         for s in seeds
                     ]
                 )

@@ -151,7 +151,7 @@ def test_rows_carry_the_quality_fields_only_values_when_asked():
     row, _ = sim.simulate_once(prep, "random", "dollars", 0.3, 0, {"quality_share": 0.1})
     assert 0 <= row["quality_low"] <= row["quality_estimate"] <= row["quality_high"] <= 1
     assert row["quality_n_checks"] > 0 and row["quality_confidence"] == 0.95
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="unknown quality check parameter"):
         sim.simulate_once(prep, "random", "dollars", 0.3, 0, {"quality_nonsense": 1})
 
 

@@ -64,30 +64,26 @@ def replay(
     seed: int = 0,
     features: Literal["full", "light"] = "full",
     language: str = "en",
-    quality: bool | dict[str, Any] = False,
+    quality: bool | dict[str, Any] | None = None,
     target_quality: float | None = None,
     confidence: float | None = None,
 ) -> RoutingResult:
     """Route recorded answers under a budget, as if the annotators were called.
 
-    ``answers`` is one long frame with a row per recorded answer: ``item_id, annotator,
-    output`` (or crowd-kit's ``task, worker, label``). ``human`` names the annotator whose
-    answers a paid human label returns; ``prices`` gives every annotator's price per
-    answer (the human's included). ``items`` holds each item's text (a frame with
-    ``item_id, text`` or a mapping id -> text); without it the item ids are the texts.
-    ``budget`` is a fraction as in the paper: dollars, a share of labelling every item by
-    humans; auditor, a share of the items that may get a human label.
-    ``features="full"`` computes the paper's phi(d_t) (spaCy, MiniLM, kNN; cached on
-    disk); ``"light"`` uses text statistics only (fast, no model).
-    ``quality=True`` (or a dict of :class:`~quorum.quality.checks.QualityChecks`
-    parameters) buys random human checks out of the budget and estimates the labels'
-    quality: ``result.info["quality"]`` holds ``quality_estimate``, ``quality_low``,
-    ``quality_high`` (a 95 % interval, or ``confidence``). ``target_quality`` spends in
-    steps up to the budget and stops once the lower bound reaches it (``confidence``
-    default 0.9); ``result.info["target"]`` says where it stopped (docs/quality.md).
+    ``answers``: one row per recorded answer, ``item_id, annotator, output`` (or
+    crowd-kit's ``task, worker, label``); ``human`` names the annotator a paid human label
+    returns; ``prices`` every annotator's price per answer (the human's included);
+    ``items`` each item's text (``item_id, text`` frame or id -> text; default: the ids).
+    ``budget``: dollars, a share of labelling every item by humans; auditor, a share of
+    the items a human may label. ``features``: "full" (the paper's phi(d_t), cached) or
+    "light" (text statistics only). ``quality``: random human checks bought out of the
+    budget estimate the labels' quality (``result.info["quality"]``: ``quality_estimate``,
+    ``quality_low``, ``quality_high`` at ``confidence``, default 0.95); None: on for
+    QUORUM, off for other routers (the baselines run as the paper ran them); False off,
+    True on, a dict: :class:`~quorum.quality.checks.QualityChecks` parameters.
+    ``target_quality`` spends in steps up to the budget and stops once the lower bound
+    reaches it (``confidence`` default 0.9; ``result.info["target"]``; docs/quality.md).
 
-    Examples
-    --------
     >>> import pandas as pd, quorum
     >>> answers = pd.DataFrame({
     ...     "item_id": [f"i{k}" for k in range(40) for _ in range(3)],
@@ -98,9 +94,79 @@ def replay(
     ... })
     >>> result = quorum.replay(answers, prices={"cheap": 0.01, "dear": 0.05, "expert": 0.1},
     ...                        human="expert", budget=0.3, features="light")
-    >>> len(result.labels), result.cost <= 0.3 * 40 * 0.1
-    (40, True)
+    >>> len(result.labels), result.cost <= 0.3 * 40 * 0.1, "quality" in result.info
+    (40, True, True)
     """
+    dataset = _replay_dataset(answers, prices, human, items, task_type, labels, language)
+    r = make_router(router)
+    prep = _replay_prepare(dataset, human, features, r)
+    if target_quality is not None:
+        return _replay_target(
+            prep, router, r, setting, budget, seed, quality, target_quality, confidence
+        )
+    from quorum.simulate import make_problem
+
+    problem, money = make_problem(prep, setting, budget, r)
+    checks = _replay_checks(r, quality, confidence)
+    if checks is None:
+        return r.route(problem, prep.source, money, seed=seed)
+    return checks.route(r, problem, prep.source, money, seed)[0]
+
+
+def _replay_prepare(dataset: Dataset, human: str, features: str, r: Router) -> Any:
+    """The dataset prepared for routing (``features``: "full" or "light")."""
+    from quorum.simulate import prepare
+
+    fs = None
+    if features == "light":
+        fs = _light_feature_set(dataset.items["text"].tolist())
+    elif features != "full":
+        raise ValueError(f"features must be 'full' or 'light', got {features!r}")
+    if dataset.task.type is TaskType.summarization and not r.supports_summarization:
+        raise UnsupportedTaskError(f"{r.name} needs label-based confidence: not for summaries")
+    llms = {a.name: None for a in dataset.task.llms}
+    return prepare(dataset, annotators=llms, human=human, features=fs)
+
+
+def _replay_target(
+    prep: Any,
+    router: str | Router,
+    r: Router,
+    setting: str,
+    budget: float,
+    seed: int,
+    quality: Any,
+    target_quality: float,
+    confidence: float | None,
+) -> RoutingResult:
+    """:func:`replay` in target mode (its checks: ``quality``'s dict, else its own)."""
+    from quorum.quality.target import TargetQuality
+    from quorum.simulate import make_problem
+
+    if quality is False:
+        raise ValueError("a target quality needs the checks: drop quality=False")
+    kw = dict(quality) if isinstance(quality, dict) else {}
+    target = TargetQuality(target_quality, 0.9 if confidence is None else confidence)
+    result, _ = target.run(
+        lambda: make_router(router) if isinstance(router, str) else r,
+        lambda share: make_problem(prep, setting, budget * share, r),
+        prep.source,
+        _checks(kw) if kw else None,
+        seed,
+    )
+    return result
+
+
+def _replay_dataset(
+    answers: pd.DataFrame,
+    prices: Mapping[str, float],
+    human: str,
+    items: pd.DataFrame | Mapping[str, str] | None,
+    task_type: str,
+    labels: Sequence[str] | None,
+    language: str,
+) -> Dataset:
+    """:func:`replay`'s inputs checked and made a :class:`Dataset` (one clear error each)."""
     ans = _long_frame(answers)
     recorded = set(ans["annotator"])
     missing = sorted((recorded | {human}) - set(prices))
@@ -119,7 +185,6 @@ def replay(
     ttype = TaskType(task_type)
     if ttype.has_labels and labels is None:
         labels = sorted(ans["output"].dropna().astype(str).unique())
-    item_frame = _items_frame(items, ans)
     specs = [
         AnnotatorSpec(name=a, kind="human" if a == human else "llm", price=float(prices[a]))
         for a in sorted(recorded)
@@ -133,39 +198,34 @@ def replay(
         human_price=float(prices[human]),
         language=language,
     )
-    dataset = Dataset(task, item_frame, ans, source="quorum.replay")
-    from quorum.simulate import make_problem, prepare
+    return Dataset(task, _items_frame(items, ans), ans, source="quorum.replay")
 
-    fs = None
-    if features == "light":
-        fs = _light_feature_set(dataset.items["text"].tolist())
-    elif features != "full":
-        raise ValueError(f"features must be 'full' or 'light', got {features!r}")
-    r = make_router(router)
-    if ttype is TaskType.summarization and not r.supports_summarization:
-        raise UnsupportedTaskError(f"{r.name} needs label-based confidence: not for summaries")
-    prep = prepare(dataset, annotators={a.name: None for a in task.llms}, human=human, features=fs)
-    problem, money = make_problem(prep, setting, budget, r)
-    if not quality and target_quality is None:
-        return r.route(problem, prep.source, money, seed=seed)
-    from quorum.quality.checks import QualityChecks
-    from quorum.quality.target import TargetQuality
 
+def _replay_checks(router: Router, quality: Any, confidence: float | None) -> Any | None:
+    """The checks of a plain replay: ``quality`` None takes the router's default (on for
+    QUORUM, :func:`~quorum.quality.checks.checks_by_default`)."""
+    from quorum.quality.checks import checks_by_default
+
+    if quality is None:  # --confidence alone asks for the checks
+        quality = checks_by_default(getattr(router, "name", "")) or confidence is not None
+    if quality is False:
+        if confidence is not None:
+            raise ValueError("confidence sets the checks' interval: drop quality=False")
+        return None
+    if quality is not True and not isinstance(quality, dict):
+        raise ValueError(f"quality must be None, True, False or a dict, got {quality!r}")
     kw = dict(quality) if isinstance(quality, dict) else {}
-    if target_quality is not None:
-        target = TargetQuality(target_quality, 0.9 if confidence is None else confidence)
-        checks = QualityChecks(**kw) if kw else None
-        result, _ = target.run(
-            lambda: make_router(router) if isinstance(router, str) else r,
-            lambda share: make_problem(prep, setting, budget * share, r),
-            prep.source,
-            checks,
-            seed,
-        )
-        return result
     if confidence is not None:
         kw["confidence"] = confidence
-    return QualityChecks(**kw).route(r, problem, prep.source, money, seed)[0]
+    return _checks(kw)
+
+
+def _checks(kw: dict[str, Any]) -> Any:
+    """:class:`~quorum.quality.checks.QualityChecks` from a dict of its parameters."""
+    from quorum.quality.checks import PARAM_PREFIX, QualityChecks
+
+    checks, _ = QualityChecks.split_params({PARAM_PREFIX + k: v for k, v in kw.items()})
+    return checks if checks is not None else QualityChecks()
 
 
 def annotate(project: Any, *, wait: float = 0.0, quiet: bool = True) -> Any:

@@ -298,14 +298,17 @@ def simulate_once(
     params: dict[str, Any] | None = None,
     target: Any | None = None,
 ) -> tuple[dict[str, Any], RoutingResult]:
-    """One run and its row. ``quality_*`` keys of ``params`` turn on the random quality
-    checks (:class:`quorum.quality.checks.QualityChecks`); ``target`` (a
-    :class:`quorum.quality.target.TargetQuality`) climbs a budget ladder up to ``fraction``
-    and stops once the target is reached (docs/quality.md)."""
-    from quorum.quality.checks import QualityChecks
+    """One run and its row.
 
-    checks, params = QualityChecks.split_params(params)
-    router = make_router(method, **(params or {}))
+    Random quality checks (:class:`quorum.quality.checks.QualityChecks`): on by default
+    for QUORUM (``method="quorum"``), off for the other methods (the paper's baselines run
+    as the paper ran them; docs/quality.md); ``params`` ``quality=False`` turns them off,
+    ``quality=True`` or ``quality_*`` keys on. ``target`` (a
+    :class:`quorum.quality.target.TargetQuality`) climbs a budget ladder up to ``fraction``
+    and stops once the target is reached (its checks: the ``quality_*`` keys, else the
+    target mode's own)."""
+    checks, params = run_checks(method, params, target)
+    router = make_router(method, **params)
     if prep.task.type is TaskType.summarization and not router.supports_summarization:
         raise UnsupportedTaskError(
             f"{method} needs label-based confidence and cannot run on summarization "
@@ -319,7 +322,7 @@ def simulate_once(
     est, outcome = None, None
     if target is not None:
         result, outcome = target.run(
-            lambda: make_router(method, **(params or {})),
+            lambda: make_router(method, **params),
             lambda share: make_problem(prep, setting, fraction * share, router),
             prep.source,
             checks,
@@ -333,6 +336,42 @@ def simulate_once(
     secs = time.perf_counter() - t0
     if result.cost > budget.limit + 1e-9:  # pragma: no cover - guarded by Budget
         raise AssertionError(f"{method} spent {result.cost} over its limit {budget.limit}")
+    row = run_row(prep, method, setting, fraction, seed, problem, budget, result, secs)
+    row.update(quality_fields(est, outcome))
+    for key in ("confidence_source", "substitute", "note", "accounting", "unpaid_cost"):
+        if key in result.info:
+            row[key] = result.info[key]
+    return row, result
+
+
+def run_checks(
+    method: str, params: dict[str, Any] | None, target: Any | None = None
+) -> tuple[Any | None, dict[str, Any]]:
+    """A run's :class:`~quorum.quality.checks.QualityChecks` (None: none) and the router's
+    parameters. In target mode the checks are the ``quality_*`` keys' or, without any,
+    the target mode's own (None here)."""
+    from quorum.quality.checks import QualityChecks, checks_by_default
+
+    if target is None:
+        return QualityChecks.split_params(params, default=checks_by_default(method))
+    on, kw, rest = QualityChecks.read_params(params)
+    if on is False:
+        raise ValueError("a target quality needs the checks: drop quality = false")
+    return (QualityChecks(**kw) if kw else None), rest
+
+
+def run_row(
+    prep: Prepared,
+    method: str,
+    setting: str,
+    fraction: float,
+    seed: int,
+    problem: RoutingProblem,
+    budget: Budget,
+    result: RoutingResult,
+    seconds: float,
+) -> dict[str, Any]:
+    """A run's row: what ran, its quality against gold, its spend and its calls."""
     row: dict[str, Any] = {
         "dataset": prep.task.name,
         "method": method,
@@ -354,14 +393,10 @@ def simulate_once(
             "confidence_calls": result.confidence_calls,
             "annotators": [a.name for a in prep.task.llms],
             "human": prep.task.human,
-            "routing_seconds": round(secs, 4),
+            "routing_seconds": round(seconds, 4),
         }
     )
-    row.update(quality_fields(est, outcome))
-    for key in ("confidence_source", "substitute", "note", "accounting", "unpaid_cost"):
-        if key in result.info:
-            row[key] = result.info[key]
-    return row, result
+    return row
 
 
 def quality_fields(est: Any | None, outcome: Any | None = None) -> dict[str, Any]:

@@ -268,8 +268,12 @@ class BenchConfig(BaseModel):
         for method, p in v.items():
             _check_methods([method])
             known = set(router_defaults(method))
-            # quality_* keys turn on the random quality checks (docs/quality.md)
-            bad = sorted(k for k in set(p) - known if not k.startswith("quality_"))
+            # quality (true/false) and quality_* keys: the random quality checks, on by
+            # default for quorum only (docs/quality.md)
+            from quorum.quality.checks import QualityChecks
+
+            _, _, rest = QualityChecks.read_params(p)
+            bad = sorted(set(rest) - known)
             if bad:
                 raise ValueError(f"{method}: unknown parameter(s) {bad}; known: {sorted(known)}")
         return v

@@ -24,8 +24,11 @@ EXPERIMENTS = ("main", "features", "annotations", "sensitivity", "noisy", "dashb
 
 
 def normalise_params(method: str, params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    """Sorted (name, value) pairs of the parameters that differ from the router's defaults."""
-    defaults = router_defaults(method)
+    """Sorted (name, value) pairs of the parameters that differ from the router's defaults
+    (``quality``'s default: the checks are on for quorum only)."""
+    from quorum.quality.checks import checks_by_default
+
+    defaults = router_defaults(method) | {"quality": checks_by_default(method)}
     out = []
     for k, v in sorted(params.items()):
         d = defaults.get(k, object())
@@ -59,6 +62,18 @@ class RunSpec:
     def param_dict(self) -> dict[str, Any]:
         return dict(self.params)
 
+    @property
+    def quality_checks(self) -> bool:
+        """Whether the run buys the random quality checks (docs/quality.md)."""
+        from quorum.quality.checks import PARAM_PREFIX, SWITCH, checks_by_default
+
+        on = dict(self.params).get(SWITCH)
+        if on is not None:
+            return bool(on)
+        return checks_by_default(self.method) or any(
+            k.startswith(PARAM_PREFIX) for k, _ in self.params
+        )
+
     def payload(self) -> dict[str, Any]:
         out = {
             "row": ROW_VERSION,
@@ -75,6 +90,8 @@ class RunSpec:
             "human": self.human,
             "trace": self.keep_trace,
         }
+        if self.quality_checks:  # runs with the random quality checks (QUORUM's default)
+            out["quality_checks"] = True
         from quorum.features.profiles import resolve_profile
 
         profile = resolve_profile().name  # $QUORUM_FEATURE_PROFILE; default keys unchanged

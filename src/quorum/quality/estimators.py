@@ -212,54 +212,35 @@ def ppi_estimate(
     if N == 0:
         th = known_total / T if T else float("nan")
         return QualityEstimate(th, th, th, confidence, T, known, 0, 0, interval, check_cost)
-    d = cs - f[s]
-    sum_f_rest = float(f.sum() - f[s].sum())
+    fixed = (confidence, T, known, n, N, interval, check_cost, float(f.mean()))
     checked_part = float(n if replaced else cs.sum())
     if n == 0:  # no check: the honest interval is every score M could have
         base = (known_total + checked_part) / T
-        est = (known_total + f.sum()) / T
-        return QualityEstimate(
-            est,
-            base,
-            base + N / T,
-            confidence,
-            T,
-            known,
-            0,
-            N,
-            interval,
-            check_cost,
-            float(f.mean()),
-        )
-    if interval == "betting":
-        lo_d, hi_d = betting_mean_interval((d[:] + 1.0) / 2.0, N, confidence)
-        lo_d, hi_d = 2.0 * lo_d - 1.0, 2.0 * hi_d - 1.0
-    elif interval == "clt":
-        lo_d, hi_d = clt_mean_interval(d, N, confidence, prior_var=prior_var)
-    else:
-        raise ValueError(f"interval must be 'clt' or 'betting', got {interval!r}")
+        return QualityEstimate((known_total + f.sum()) / T, base, base + N / T, *fixed)
+    d = cs - f[s]
+    lo_d, hi_d = difference_interval(d, N, confidence, interval, prior_var)
     # sum over the unchecked rest of M: sum f + (N mu_d - sum_S d)
-    mean_d = float(d.mean())
+    sum_f_rest = float(f.sum() - f[s].sum())
 
     def theta(mu_d: float) -> float:
         rest = sum_f_rest + N * mu_d - float(d.sum())
         rest = min(max(rest, 0.0), float(N - n))  # scores are in [0, 1]
         return (known_total + checked_part + rest) / T
 
-    est = theta(mean_d)
-    return QualityEstimate(
-        est,
-        theta(lo_d),
-        theta(hi_d),
-        confidence,
-        T,
-        known,
-        n,
-        N,
-        interval,
-        check_cost,
-        float(f.mean()),
-    )
+    return QualityEstimate(theta(float(d.mean())), theta(lo_d), theta(hi_d), *fixed)
+
+
+def difference_interval(
+    d: np.ndarray, population: int, confidence: float, interval: Interval, prior_var: float
+) -> tuple[float, float]:
+    """Interval for the mean of the differences d = c - f in [-1, 1] over M (``interval``:
+    "clt" or "betting", the latter on d mapped to [0, 1])."""
+    if interval == "betting":
+        lo, hi = betting_mean_interval((d[:] + 1.0) / 2.0, population, confidence)
+        return 2.0 * lo - 1.0, 2.0 * hi - 1.0
+    if interval == "clt":
+        return clt_mean_interval(d, population, confidence, prior_var=prior_var)
+    raise ValueError(f"interval must be 'clt' or 'betting', got {interval!r}")
 
 
 def estimate_from(

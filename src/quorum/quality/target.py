@@ -145,20 +145,7 @@ class TargetQuality:
     ) -> tuple[RoutingResult, TargetOutcome]:
         """Climb the ladder: ``make(share)`` gives the problem and budget of a share of the
         ceiling (``make(1.0)``: the ceiling)."""
-        base = checks or QualityChecks(**TARGET_CHECKS)
-        params = {
-            k: getattr(base, k)
-            for k in (
-                "share",
-                "min_checks",
-                "max_share",
-                "interval",
-                "replace",
-                "use_leftover",
-                "stream",
-            )
-        }
-        look = QualityChecks(**params, confidence=self.look_confidence())
+        look = self.look_checks(checks)
         ceiling = make(1.0)[1].limit
         paid: dict[tuple[str, str], float] = {}
         prior: list[Outcome] = []
@@ -173,21 +160,27 @@ class TargetQuality:
             prior = paid_outcomes(result)
             for o in prior:
                 paid.setdefault((o.item_id, o.annotator), o.cost)
-            spent = float(sum(paid.values()))
-            steps.append(
-                {
-                    "share": share,
-                    "limit": budget.limit,
-                    "spent": spent,
-                    "estimate": est.estimate,
-                    "low": est.low,
-                    "high": est.high,
-                    "n_checks": est.n_checks,
-                }
-            )
+            steps.append(_step(share, budget, float(sum(paid.values())), est))
             if est.low >= self.target:
                 break
         assert result is not None and est is not None
+        out = self.outcome(steps, ceiling, est)
+        result.info["target"] = out.row()
+        result.info["target_steps"] = steps
+        return result, out
+
+    def look_checks(self, checks: QualityChecks | None) -> QualityChecks:
+        """The checks of every look: ``checks``' (default :data:`TARGET_CHECKS`) at the
+        look's level (:meth:`look_confidence`)."""
+        base = checks or QualityChecks(**TARGET_CHECKS)
+        names = ("share", "min_checks", "max_share", "interval", "replace", "use_leftover")
+        params = {k: getattr(base, k) for k in (*names, "stream")}
+        return QualityChecks(**params, confidence=self.look_confidence())
+
+    def outcome(
+        self, steps: list[dict[str, Any]], ceiling: float, est: QualityEstimate
+    ) -> TargetOutcome:
+        """Where the climb ended, and the message for the user."""
         spent = steps[-1]["spent"]
         reached = est.low >= self.target
         more = None
@@ -211,21 +204,23 @@ class TargetQuality:
                 f"estimate {est.estimate:.3f}, lower bound {est.low:.3f} at "
                 f"{confidence_pct(self.confidence)}" + tail
             )
-        out = TargetOutcome(
-            self.target,
-            self.confidence,
-            reached,
-            steps,
-            ceiling,
-            spent,
-            est,
-            more,
-            msg,
-            {"looks": len(self.ladder)},
+        extra = {"looks": len(self.ladder)}
+        return TargetOutcome(
+            self.target, self.confidence, reached, steps, ceiling, spent, est, more, msg, extra
         )
-        result.info["target"] = out.row()
-        result.info["target_steps"] = steps
-        return result, out
+
+
+def _step(share: float, budget: Budget, spent: float, est: QualityEstimate) -> dict[str, Any]:
+    """One look of the ladder, as ``info["target_steps"]`` holds it."""
+    return {
+        "share": share,
+        "limit": budget.limit,
+        "spent": spent,
+        "estimate": est.estimate,
+        "low": est.low,
+        "high": est.high,
+        "n_checks": est.n_checks,
+    }
 
 
 def confidence_pct(c: float) -> str:

@@ -43,11 +43,13 @@ ParamOption = Annotated[
     list[str] | None, typer.Option("--param", "-p", help="router parameter KEY=VALUE")
 ]
 QualityOption = Annotated[
-    bool,
+    bool | None,
     typer.Option(
-        "--quality",
+        "--quality/--no-quality",
         help="buy random human checks out of the budget and estimate the labels' quality "
-        "(quality_estimate, quality_low, quality_high; docs/quality.md)",
+        "(quality_estimate, quality_low, quality_high; docs/quality.md); default: on "
+        "for quorum, off for the other methods",
+        show_default=False,
     ),
 ]
 TargetOption = Annotated[
@@ -73,7 +75,7 @@ def simulate(
     seeds: Annotated[int, typer.Option(help="number of seeds (0..N-1)")] = 1,
     param: ParamOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="one JSON object per seed")] = False,
-    quality: QualityOption = False,
+    quality: QualityOption = None,
     target_quality: TargetOption = None,
     confidence: ConfidenceOption = None,
 ) -> None:
@@ -112,16 +114,19 @@ def simulate(
 
 
 def _quality_options(
-    params: dict, quality: bool, target: float | None, confidence: float | None
+    params: dict, quality: bool | None, target: float | None, confidence: float | None
 ) -> object | None:
-    """Turn the quality flags into ``quality_*`` parameters and a target (or None)."""
+    """Turn the quality flags into the ``quality`` / ``quality_*`` parameters and a target."""
     if confidence is not None and not 0.0 < confidence < 1.0:
         raise ValueError(f"--confidence must be in (0, 1), got {confidence}")
+    if quality is False and (target is not None or confidence is not None):
+        raise ValueError("--no-quality turns the checks off: drop --target-quality/--confidence")
+    if quality is not None:
+        params["quality"] = quality
     if target is None:
-        if quality or confidence is not None:
-            params.setdefault("quality_share", 0.03)
-            if confidence is not None:
-                params["quality_confidence"] = confidence
+        if confidence is not None:
+            params["quality"] = True
+            params["quality_confidence"] = confidence
         return None
     from quorum.quality.target import TargetQuality
 
