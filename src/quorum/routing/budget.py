@@ -16,8 +16,19 @@ from quorum.errors import BudgetExceededError
 _SCALE = 1_000_000_000  # nano-units per currency unit
 
 
+#: amounts already converted (prices and reserves repeat); cleared when it grows large
+_UNITS: dict[float, int] = {}
+
+
 def to_units(x: float) -> int:
-    return round(float(x) * _SCALE)
+    """``round(x * 1e9)``; memoised, since the same prices are converted again and again."""
+    u = _UNITS.get(x)
+    if u is None:
+        u = round(float(x) * _SCALE)
+        if len(_UNITS) >= 65536:
+            _UNITS.clear()
+        _UNITS[x] = u
+    return u
 
 
 def from_units(u: int) -> float:
