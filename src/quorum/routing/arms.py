@@ -90,7 +90,9 @@ class ArmModels:
 
     def q_values(self, x: np.ndarray) -> np.ndarray:
         """q_a(x) = mu_a^T x of every LLM (a posterior draw where the posterior pulls one)."""
-        return np.array([self.post[a].pull(x) for a in self.llm_names])
+        # BayesianLinearPosterior.pull (x @ mean_), inlined: the same products
+        post = self.post
+        return np.array([x @ post[a].mean_ for a in self.llm_names])
 
     def q_means(self, X: np.ndarray) -> np.ndarray:
         """mu_a^T x_t of every LLM for the rows of X (n, K)."""

@@ -85,7 +85,8 @@ class Budget:
         """True if ``cost`` fits while still keeping ``keep`` money unspent."""
         if human and self.human_limit is not None and self.humans_left < 1:
             return False
-        return to_units(cost) + to_units(keep) <= self._limit_u - self._spent_u - self._reserved_u
+        u = to_units(cost) + (to_units(keep) if keep else 0)  # to_units(0.0) is 0
+        return u <= self._limit_u - self._spent_u - self._reserved_u
 
     # -- reserve / settle --------------------------------------------------
     def reserve(self, cost: float, *, human: bool = False) -> Reservation:
