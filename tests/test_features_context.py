@@ -8,6 +8,7 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 from quorum.features.context import (
+    ContextBuilder,
     FeatureScaler,
     context_matrix,
     context_names,
@@ -93,6 +94,23 @@ def test_context_matrix_matches_rows():
     x = context_matrix(phi, 0.3, 0.1, m, bias=False)
     np.testing.assert_allclose(x[:, 3], 0.3)
     assert x.shape == (4, 7)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_builder_row_is_the_concatenation_and_the_rows(bias):
+    """ContextBuilder.row writes x_t in place: the same numbers as np.concatenate of its
+    parts and as the vectorised rows (float or numpy b and p, 0/1 or float masks)."""
+    rng = np.random.default_rng(2)
+    phi = rng.random((6, 4))
+    ctx = ContextBuilder(phi, None, ["a", "b", "c"], bias)
+    for t in range(6):
+        b, p = rng.random(), np.float64(rng.random())
+        mask = rng.integers(0, 2, size=3).astype(float)
+        want = np.concatenate([phi[t], [b, p], mask, [1.0]] if bias else [phi[t], [b, p], mask])
+        got = ctx.row(t, b, p, mask)
+        assert got.dtype == np.float64
+        assert np.array_equal(got, want)
+        assert np.array_equal(got, ctx.rows([t], b, p, mask[None, :])[0])
 
 
 def test_context_matrix_validation():

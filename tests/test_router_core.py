@@ -205,3 +205,29 @@ def test_budget_never_exceeded_by_reservations(limit, costs):
     for res, c0 in open_res:
         res.settle(c0)
     assert b.spent <= limit + 1e-6
+
+
+def test_weighted_agreement_is_the_votes_agreement_without_the_tie_break():
+    """Answers.consensus reads weighted_agreement (no trust order asked); it must be the
+    number vote gives, ties included."""
+    rng = np.random.default_rng(5)
+    agg = WeightedMajorityVote(w_human=10.0, w_llm=1.0, threshold=0.66)
+    names = ["h", "a", "b", "c", "d"]
+
+    for _ in range(300):
+        n = int(rng.integers(0, 6))
+        outs = {a: str(rng.choice(["x", "y", "z"])) for a in rng.permutation(names)[:n]}
+        _, agr = agg.vote(outs, lambda a: a == "h", list(outs))
+        assert agg.weighted_agreement(outs, lambda a: a == "h") == agr
+
+
+def test_to_units_memo_gives_the_rounded_units():
+    """budget.to_units is memoised: repeated and numpy amounts, and after the memo is
+    cleared at its size limit, it still gives round(x * 1e9)."""
+    from quorum.routing import budget as budget_mod
+
+    rng = np.random.default_rng(0)
+    values = np.concatenate([rng.random(70_000) * 3, [0.0, -0.0, 1e-9, 0.1, 0.1 + 0.2]])
+    for v in [*values.tolist(), *values[:50].tolist(), *values[:50]]:
+        assert budget_mod.to_units(v) == round(float(v) * 1_000_000_000)
+    assert len(budget_mod._UNITS) <= 65_536

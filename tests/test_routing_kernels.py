@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from quorum.routing import kernels
+from quorum.routing.arms import ArmModels
 from quorum.routing.params import QuorumParams
 from quorum.routing.posterior import BayesianLinearPosterior, quadratic_form
 from quorum.routing.quorum import QuorumRouter
@@ -25,6 +26,40 @@ def test_quad_rows_is_einsum_bit_for_bit(n, d):
     want = np.einsum("ij,jk,ik->i", X, S, X)
     assert np.array_equal(kernels.quad_rows(X, S), want)
     assert np.array_equal(kernels.quad_rows(X, S), quadratic_form(X, S))
+
+
+@pytest.mark.parametrize(
+    ("n", "d", "k"), [(1, 17, 3), (127, 17, 3), (129, 17, 3), (700, 5, 1), (300, 17, 4)]
+)
+def test_mean_quad_rows_is_numpy_mean_bit_for_bit(n, d, k):
+    """D_t in one call: the mean over arms that ArmModels.difficulty takes on the numpy
+    path (np.mean of the arms' einsum rows), bit for bit, across block boundaries."""
+    rng = np.random.default_rng(n + 7 * d + k)
+    X = rng.standard_normal((n, d))
+    covs = []
+    for _ in range(k):
+        A = rng.standard_normal((d, d))
+        covs.append(A @ A.T / d)
+    want = np.mean([np.einsum("ij,jk,ik->i", X, S, X) for S in covs], axis=0)
+    assert np.array_equal(kernels.mean_quad_rows(X, np.stack(covs)), want)
+
+
+def test_difficulty_backends_agree_bit_for_bit():
+    """ArmModels.difficulty with the kernels equals the numpy path's (after updates)."""
+    from bench_routing_scale import synthetic
+
+    out = []
+    for backend in ("numba", "numpy"):
+        problem, _, _ = synthetic(400, "dollars", 0.3, seed=3)
+        cfg = QuorumParams(posterior_backend=backend)
+        arms = ArmModels(cfg, problem, ["llm0", "llm1", "llm2"], problem.task.human)
+        X = arms.contexts(np.arange(400), 0.6, 0.3)
+        rng = np.random.default_rng(0)
+        for a in ("llm0", "llm1", "llm2"):
+            for t in rng.integers(0, 400, 50):
+                arms.post[a].update(X[t], float(rng.random()))
+        out.append(arms.difficulty(X))
+    assert np.array_equal(out[0], out[1])
 
 
 def _pair(d: int, refresh_every: int) -> tuple[BayesianLinearPosterior, BayesianLinearPosterior]:

@@ -61,6 +61,18 @@ def test_asked_contexts_match_a_dict():
             assert store.has(t, arm) == ((t, arm) in ref)
             if (t, arm) in ref:
                 assert np.array_equal(store.get(t, arm), ref[(t, arm)])
+    # unrewarded = has and not rewarded, then get (what settle reads in one call)
+    for t in range(5):
+        for arm in arms[::2]:
+            if store.has(t, arm):
+                store.mark_rewarded(t, arm)
+    for t in range(5):
+        for arm in [*arms, "unknown"]:
+            x = store.unrewarded(t, arm)
+            if store.has(t, arm) and not store.rewarded(t, arm):
+                assert np.array_equal(x, store.get(t, arm))
+            else:
+                assert x is None
     big = AskedContexts(2, ["a"], dim=2)
     for t in range(2):
         big.put(t, "a", np.array([t, t + 0.5]))

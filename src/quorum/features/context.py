@@ -196,10 +196,17 @@ class ContextBuilder:
 
     def row(self, t: int, b: float, p: float, mask: np.ndarray) -> np.ndarray:
         """x_t for item ``t`` with remaining budget fraction ``b``, progress ``p``, mask m_t."""
-        parts = [self.phi[t], [b, p], mask]
+        # the values np.concatenate([phi_t, [b, p], mask, [1.0]]) gives, written in place
+        m = self.n_features
+        mask = np.asarray(mask)
+        out = np.empty(m + 2 + mask.shape[0] + (1 if self.bias else 0))
+        out[:m] = self.phi[t]
+        out[m] = b
+        out[m + 1] = p
+        out[m + 2 : m + 2 + mask.shape[0]] = mask
         if self.bias:
-            parts.append([1.0])
-        return np.concatenate(parts)
+            out[-1] = 1.0
+        return out
 
     def rows(
         self, idx: Sequence[int] | np.ndarray, b: float, p: float, mask: np.ndarray

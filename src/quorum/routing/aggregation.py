@@ -49,9 +49,7 @@ class WeightedMajorityVote:
         """
         if not outputs:
             return None, 0.0
-        totals: dict[str, float] = {}
-        for a, y in outputs.items():
-            totals[y] = totals.get(y, 0.0) + self.weight(is_human(a))
+        totals = self._totals(outputs, is_human)
         total = sum(totals.values())
         best = max(totals.values())
         tied = [y for y, w in totals.items() if w == best]
@@ -65,6 +63,25 @@ class WeightedMajorityVote:
                 key=lambda y: min(rank.get(a, len(rank)) for a, v in outputs.items() if v == y),
             )
         return label, best / total
+
+    def _totals(self, outputs: Mapping[str, str], is_human: Callable[[str], bool]):
+        """Weight of each label, added in the order of ``outputs``."""
+        w_h, w_llm = self.w_human, self.w_llm
+        totals: dict[str, float] = {}
+        get = totals.get
+        for a, y in outputs.items():
+            totals[y] = get(y, 0.0) + (w_h if is_human(a) else w_llm)
+        return totals
+
+    def weighted_agreement(
+        self, outputs: Mapping[str, str], is_human: Callable[[str], bool]
+    ) -> float:
+        """The weighted agreement of :meth:`vote` alone (the same number), which needs no
+        tie-break; 0.0 when empty."""
+        if not outputs:
+            return 0.0
+        totals = self._totals(outputs, is_human)
+        return max(totals.values()) / sum(totals.values())
 
     def consensus(self, agreement: float, n: int) -> bool:
         """Consensus needs at least two annotations (one answer agrees with itself)."""

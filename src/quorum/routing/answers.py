@@ -14,7 +14,7 @@ import numpy as np
 
 from quorum.routing.aggregation import CentroidSummary, WeightedMajorityVote, disagreement
 from quorum.routing.label_model import label_indices
-from quorum.routing.recorder import CallRecorder
+from quorum.routing.recorder import _NONE, CallRecorder
 from quorum.routing.similarity import OutputEmbeddings, similarity
 
 __all__ = ["Answers"]
@@ -43,15 +43,19 @@ class Answers:
         self.agg, self.summ, self.trust = agg, summ, trust
         self.w_human, self.w_llm = weights
         self.embed = OutputEmbeddings(rec.source.embed_outputs)
+        # hot look-ups, bound once (the recorder's mapping of usable outputs is never
+        # replaced, only updated)
+        self._usable_get = rec._usable.get
+        self._humans = frozenset(rec.human_names())
         #: vote of each item that needed no tie-break: (its outputs, the result)
         self._votes: list[tuple[Mapping[str, str], int, Vote] | None] = [None] * len(ids)
 
     def outputs(self, t: int) -> Mapping[str, str]:
         """Usable outputs of item t by annotator (the recorder's own: read, never change)."""
-        return self.rec.usable(self.ids[t])
+        return self._usable_get(self.ids[t], _NONE)
 
     def is_h(self, a: str) -> bool:
-        return self.rec.is_human(a)
+        return a in self._humans
 
     def aggregate(self, t: int) -> Vote:
         """(output, agreement, number of outputs) of item t."""
@@ -89,9 +93,24 @@ class Answers:
         return y, agr, n
 
     def consensus(self, t: int) -> tuple[int, bool]:
-        """(outputs of item t, whether at least two of them reach the consensus threshold)."""
-        _, agr, n = self.aggregate(t)
-        return n, n >= 2 and self.agg.consensus(agr, n)
+        """(outputs of item t, whether at least two of them reach the consensus threshold).
+
+        For labels the agreement does not depend on how a tie is broken, so it is
+        computed without the vote's tie-break (the trust order), the same number.
+        """
+        if self.summ:
+            _, agr, n = self.aggregate(t)
+            return n, n >= 2 and self.agg.consensus(agr, n)
+        outs = self.outputs(t)
+        n = len(outs)
+        if n < 2:
+            return n, False
+        kept = self._votes[t]
+        if kept is not None and kept[0] is outs and kept[1] == n:
+            agr = kept[2][1]
+        else:
+            agr = self.agg.weighted_agreement(outs, self.is_h)
+        return n, self.agg.consensus(agr, n)
 
     def delta(self, t: int) -> float:
         """Disagreement Delta_t of item t's outputs (0 below two)."""

@@ -79,11 +79,20 @@ class ArmModels:
 
     def difficulty(self, X: np.ndarray) -> np.ndarray:
         """D_t = (1/K) sum_a x_t^T Sigma_a x_t for the rows of X."""
-        return np.mean([self.post[a].variance(X) for a in self.llm_names], axis=0)
+        posts = [self.post[a] for a in self.llm_names]
+        k = posts[0]._k if posts else None
+        if k is not None and np.ndim(X) == 2 and all(p._k is not None for p in posts):
+            # one compiled call, the same sums in the same order as np.mean below
+            X = np.ascontiguousarray(X, dtype=np.float64)
+            if X.shape[1] == posts[0].dim:
+                return k.mean_quad_rows(X, np.stack([p.cov_ for p in posts]))
+        return np.mean([p.variance(X) for p in posts], axis=0)
 
     def q_values(self, x: np.ndarray) -> np.ndarray:
         """q_a(x) = mu_a^T x of every LLM (a posterior draw where the posterior pulls one)."""
-        return np.array([self.post[a].pull(x) for a in self.llm_names])
+        # BayesianLinearPosterior.pull (x @ mean_), inlined: the same products
+        post = self.post
+        return np.array([x @ post[a].mean_ for a in self.llm_names])
 
     def q_means(self, X: np.ndarray) -> np.ndarray:
         """mu_a^T x_t of every LLM for the rows of X (n, K)."""

@@ -57,6 +57,15 @@ class AskedContexts:
             raise KeyError((t, arm))
         return self._buf[r]
 
+    def unrewarded(self, t: int, arm: str) -> np.ndarray | None:
+        """The context of ``arm`` on item ``t`` if it was asked and has not had its
+        reward yet (a view, as :meth:`get`), else None: has, rewarded and get in one."""
+        j = self.col.get(arm)
+        if j is None or self._rewarded[t, j]:
+            return None
+        r = self._row[t, j]
+        return None if r < 0 else self._buf[r]
+
     def rewarded(self, t: int, arm: str) -> bool:
         j = self.col.get(arm)
         return j is not None and bool(self._rewarded[t, j])

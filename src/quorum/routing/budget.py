@@ -16,8 +16,19 @@ from quorum.errors import BudgetExceededError
 _SCALE = 1_000_000_000  # nano-units per currency unit
 
 
+#: amounts already converted (prices and reserves repeat); cleared when it grows large
+_UNITS: dict[float, int] = {}
+
+
 def to_units(x: float) -> int:
-    return round(float(x) * _SCALE)
+    """``round(x * 1e9)``; memoised, since the same prices are converted again and again."""
+    u = _UNITS.get(x)
+    if u is None:
+        u = round(float(x) * _SCALE)
+        if len(_UNITS) >= 65536:
+            _UNITS.clear()
+        _UNITS[x] = u
+    return u
 
 
 def from_units(u: int) -> float:
@@ -74,7 +85,8 @@ class Budget:
         """True if ``cost`` fits while still keeping ``keep`` money unspent."""
         if human and self.human_limit is not None and self.humans_left < 1:
             return False
-        return to_units(cost) + to_units(keep) <= self._limit_u - self._spent_u - self._reserved_u
+        u = to_units(cost) + (to_units(keep) if keep else 0)  # to_units(0.0) is 0
+        return u <= self._limit_u - self._spent_u - self._reserved_u
 
     # -- reserve / settle --------------------------------------------------
     def reserve(self, cost: float, *, human: bool = False) -> Reservation:

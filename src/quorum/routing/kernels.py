@@ -30,7 +30,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["quad_rows", "sherman_morrison"]
+__all__ = ["mean_quad_rows", "quad_rows", "sherman_morrison"]
+
+#: rows per block of :func:`quad_rows` (its transposed copy stays in L1)
+_QUAD_BLOCK = 128
 
 
 @njit(cache=True, nogil=True)
@@ -39,14 +42,44 @@ def quad_rows(X: np.ndarray, S: np.ndarray) -> np.ndarray:  # pragma: no cover -
     (x_ij S_jk) x_ik one after the other, j then k."""
     n, d = X.shape
     out = np.empty(n)
-    for i in range(n):
-        acc = 0.0
+    # Rows in blocks, X transposed: each row keeps its own accumulator and adds its
+    # products in the same order (j, then k), so the inner loop over rows vectorises
+    # (SIMD lanes are rows) without reordering any row's sum.
+    xt = np.empty((d, _QUAD_BLOCK))
+    acc = np.empty(_QUAD_BLOCK)
+    for start in range(0, n, _QUAD_BLOCK):
+        m = min(_QUAD_BLOCK, n - start)
         for j in range(d):
-            xj = X[i, j]
+            for i in range(m):
+                xt[j, i] = X[start + i, j]
+        for i in range(m):
+            acc[i] = 0.0
+        for j in range(d):
+            xj = xt[j]
             for k in range(d):
-                acc += (xj * S[j, k]) * X[i, k]
-        out[i] = acc
+                s = S[j, k]
+                xk = xt[k]
+                for i in range(m):
+                    acc[i] += (xj[i] * s) * xk[i]
+        for i in range(m):
+            out[start + i] = acc[i]
     return out
+
+
+@njit(cache=True, nogil=True)
+def mean_quad_rows(X: np.ndarray, covs: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """D_t = (1/K) sum_a x^T Sigma_a x for every row of X, as
+    ``np.mean([quad_rows(X, covs[a]) for a in range(K)], axis=0)`` adds it: the K terms
+    one after the other (a = 0, 1, ...), then one division by K."""
+    K = covs.shape[0]
+    tot = quad_rows(X, covs[0])
+    for a in range(1, K):
+        q = quad_rows(X, covs[a])
+        for i in range(tot.shape[0]):
+            tot[i] += q[i]
+    for i in range(tot.shape[0]):
+        tot[i] /= K
+    return tot
 
 
 @njit(cache=True, nogil=True)

@@ -24,6 +24,8 @@ from quorum.routing.run import QuorumRun
 
 __all__ = ["ExtraArmRule", "PaperExtraRule", "ValueRule", "extra_arm_rule", "refine"]
 
+_NOTHING: dict = {}
+
 
 class ExtraArmRule(ABC):
     """How phase 3 picks the arm of an item's next annotation."""
@@ -47,14 +49,15 @@ class ValueRule(ExtraArmRule):
 
     def choose(self, run, t, q, fits, human_ok, n_open):
         # the exploration draw comes first, as in value_choice (aggregation uses no rng)
-        qc = np.clip(q, 0.0, 1.0)
+        qc = np.clip(q, 0.0, 1.0).tolist()  # Python floats: the same values, cheaper
         outs = run.answers.outputs(t)
         y, _, _ = run.answers.aggregate(t)
-        agree = [k for k, a in enumerate(run.llm_names) if a in outs and outs[a] == y]
-        p = float(qc[agree].max()) if agree else 0.0
+        agree = [qc[k] for k, a in enumerate(run.llm_names) if a in outs and outs[a] == y]
+        p = max(agree) if agree else 0.0
+        c = run.spend.c
         return value_choice(
-            qc[fits],
-            run.spend.c[fits],
+            [qc[k] for k in fits],
+            [float(c[k]) for k in fits],
             run.spend.c_h,
             p,
             human_ok=human_ok,
@@ -203,8 +206,9 @@ def refine(run: QuorumRun, rule: ExtraArmRule) -> None:
 
 def _open_arms(run: QuorumRun, t: int) -> tuple[list[int], bool]:
     """The live LLMs not yet asked on item t, and whether the human is still free."""
-    asked = run.rec.asked(run.ids[t])
-    llms = [k for k, a in enumerate(run.llm_names) if a not in asked and run.spend.alive(k)]
+    asked = run.rec.by_item.get(run.ids[t], _NOTHING)  # the arms asked (no copy)
+    alive = run.spend.alive
+    llms = [k for k, a in enumerate(run.llm_names) if a not in asked and alive(k)]
     return llms, run.human not in asked
 
 

@@ -18,6 +18,7 @@ Costs enter every rule as ``lam * c_a / c_H`` (a human label is the unit of mone
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -207,8 +208,8 @@ def lagrangian_choice(
 
 
 def value_choice(
-    q: np.ndarray,
-    c: np.ndarray,
+    q: Sequence[float] | np.ndarray,
+    c: Sequence[float] | np.ndarray,
     c_h: float,
     p: float,
     *,

@@ -93,22 +93,19 @@ class BayesianLinearPosterior:
     # -- learning ----------------------------------------------------------
     def update(self, x: np.ndarray, r: float) -> None:
         """One Bayesian update with context x and reward r (Sherman-Morrison)."""
-        x = np.asarray(x, dtype=np.float64).reshape(-1)
+        if not (
+            type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and x.flags.c_contiguous
+        ):
+            x = np.ascontiguousarray(np.asarray(x, dtype=np.float64).reshape(-1))
         if x.shape[0] != self.dim:
             raise ValueError(f"context has dim {x.shape[0]}, posterior has {self.dim}")
         s2 = self.noise_var
         if self._k is not None:
             self.n_updates_ += 1
-            refresh = bool(self.refresh_every) and self.n_updates_ % self.refresh_every == 0
+            every = self.refresh_every
+            refresh = bool(every) and self.n_updates_ % every == 0
             self._k.sherman_morrison(
-                self.cov_,
-                self.mean_,
-                self.precision_,
-                self.eta_,
-                np.ascontiguousarray(x),
-                float(r),
-                s2,
-                not refresh,
+                self.cov_, self.mean_, self.precision_, self.eta_, x, float(r), s2, not refresh
             )
             if refresh:
                 self._refresh()

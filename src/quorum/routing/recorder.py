@@ -107,6 +107,10 @@ class CallRecorder:
     def is_human(self, annotator: str) -> bool:
         return annotator == self.human_name or annotator == GOLD_HUMAN
 
+    def human_names(self) -> tuple[str, str]:
+        """The names :meth:`is_human` takes for the human."""
+        return (self.human_name, GOLD_HUMAN)
+
     def price(self, annotator: str) -> float:
         return self.source.price(annotator)
 

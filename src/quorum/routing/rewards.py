@@ -36,14 +36,15 @@ def settle(run: QuorumRun, t: int) -> None:
         return
     asked = arms.asked
     for a, o in answers.items():
-        if ans.is_h(a) or asked.rewarded(t, a) or not asked.has(t, a):
+        if ans.is_h(a) or o.status == "pending" or o.status == "failed":
             continue
-        if o.status == "pending" or o.status == "failed":
+        x = asked.unrewarded(t, a)  # asked on t, no reward yet
+        if x is None:
             continue
         r = ans.similarity(o.output if o.ok else None, ref)
         if paid is not None:
             r = paid[0] if r >= 1.0 else paid[1]
-        arms.post[a].update(asked.get(t, a), r)
+        arms.post[a].update(x, r)
         asked.mark_rewarded(t, a)
     others = {a: y for a, y in outs.items() if not ans.is_h(a)}
     if human_out is not None and not run.summ and len(others) >= 2:
