@@ -13,6 +13,11 @@ is compared exactly; timings (``*_seconds``), worker ids and keys are not result
 skipped. Runs
 only one side has (a method added since, say) are counted and listed by method, not
 compared. Exit status 1 if any matched run differs.
+
+``--ignore-param NAME=VALUE`` drops that parameter from a run's identity where it has that
+value, so that a run made with a switch that restores an old default (e.g. ``quality=false``
+once QUORUM's quality checks became its default) matches the run made before the switch
+existed. The value is read as JSON (``false``, ``0.3``, ``"audit"``).
 """
 
 from __future__ import annotations
@@ -39,8 +44,19 @@ IDENTITY = (
 NOT_RESULTS = {"key", "worker", "wall_seconds", "cpu_seconds", "traceback", "experiments"}
 
 
-def load_runs(path: Path) -> dict[tuple, dict[str, Any]]:
-    """The last record of each run identity in a runs.jsonl (the cache appends)."""
+def _without(params: Any, ignore: dict[str, Any]) -> Any:
+    """``params`` (a dict, or a dict as a JSON string) less the ``ignore`` pairs it holds."""
+    as_text = isinstance(params, str)
+    d = json.loads(params) if as_text else params
+    if not isinstance(d, dict):
+        return params
+    d = {k: v for k, v in d.items() if not (k in ignore and ignore[k] == v)}
+    return json.dumps(d, sort_keys=True) if as_text else d
+
+
+def load_runs(path: Path, ignore: dict[str, Any] | None = None) -> dict[tuple, dict[str, Any]]:
+    """The last record of each run identity in a runs.jsonl (the cache appends); parameters
+    in ``ignore`` with the given value are left out of the identity."""
     if path.is_dir():
         path = path / "cache" / "runs.jsonl"
     runs: dict[tuple, dict[str, Any]] = {}
@@ -52,7 +68,10 @@ def load_runs(path: Path) -> dict[tuple, dict[str, Any]]:
             rec = json.loads(line)
             if "method" not in rec or "dataset" not in rec:
                 continue  # not a run record (datasets, overhead)
-            runs[tuple(json.dumps(rec.get(k), sort_keys=True) for k in IDENTITY)] = rec
+            ident = {k: rec.get(k) for k in IDENTITY}
+            if ignore and ident["params"]:
+                ident["params"] = _without(ident["params"], ignore)
+            runs[tuple(json.dumps(ident[k], sort_keys=True) for k in IDENTITY)] = rec
     return runs
 
 
@@ -68,7 +87,8 @@ def compare(before: dict[tuple, dict], after: dict[tuple, dict]) -> dict[str, An
     fields: Counter[str] = Counter()
     for ident in sorted(common):
         a, b = before[ident], after[ident]
-        keys = {k for k in (a.keys() & b.keys()) - NOT_RESULTS if not k.endswith("_seconds")}
+        shared = (a.keys() & b.keys()) - NOT_RESULTS - set(IDENTITY)  # identity: matched
+        keys = {k for k in shared if not k.endswith("_seconds")}
         bad = {k: (a[k], b[k]) for k in sorted(keys) if not same(a[k], b[k])}
         fields.update(keys)
         if bad:
@@ -96,8 +116,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("before", type=Path)
     ap.add_argument("after", type=Path)
     ap.add_argument("--json", action="store_true", help="print the whole comparison as JSON")
+    ap.add_argument(
+        "--ignore-param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="leave this parameter out of a run's identity where it has this value",
+    )
     args = ap.parse_args(argv)
-    out = compare(load_runs(args.before), load_runs(args.after))
+    ignore = {}
+    for item in args.ignore_param:
+        name, sep, value = item.partition("=")
+        if not sep:
+            ap.error(f"--ignore-param wants NAME=VALUE, got {item!r}")
+        ignore[name] = json.loads(value)
+    out = compare(load_runs(args.before, ignore), load_runs(args.after, ignore))
     if args.json:
         print(json.dumps(out, indent=1, default=str))
     else:
