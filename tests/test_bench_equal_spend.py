@@ -17,7 +17,8 @@ from quorum.bench.equal_spend import (
     quality_at,
     standing_lines,
 )
-from quorum.bench.results import _cell_stats, spend_levels, standing_block, standing_from_stats
+from quorum.bench.main_tables import _cell_stats, spend_levels
+from quorum.bench.standing import standing_block, standing_from_stats
 
 
 # ----------------------------------------------------------------- one curve

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from quorum.bench.results import main_stats
+from quorum.bench.main_tables import main_stats
 from quorum.bench.runner import BenchRun
 from quorum.bench.tables import SETTINGS, method_name, pct
 from quorum.pages import pyplot as _plt

@@ -119,7 +119,8 @@ def write_outputs(run: BenchRun) -> dict[str, Any]:
     import time
 
     from quorum.bench.figures import all_figures
-    from quorum.bench.results import all_tables, quorum_standing, readme_standing, rows_frame
+    from quorum.bench.results import all_tables, rows_frame
+    from quorum.bench.standing import quorum_standing, readme_standing
 
     t0 = time.perf_counter()
     out = run.outdir
@@ -227,7 +228,7 @@ def replace_marked(text: str, markers: tuple[str, str], body: str) -> str | None
 def update_docs(outdir: str | Path, root: str | Path) -> list[Path]:
     """Fill the generated sections of ``docs/baselines.md`` (main tables) and ``README.md``
     (QUORUM's standing) under ``root`` from a bench folder; returns the files changed."""
-    from quorum.bench.results import standing_block
+    from quorum.bench.standing import standing_block
 
     out, root = Path(outdir), Path(root)
     stats = _read_json(out / "bench.json") or {}
