@@ -193,7 +193,7 @@ def spend_levels(run: BenchRun, stats: pd.DataFrame) -> dict[tuple[str, str, flo
 
 
 def equal_spend_tables(run: BenchRun) -> list[TableFile]:
-    from quorum.bench.equal_spend import equal_spend_file
+    from quorum.bench.equal_spend_tables import equal_spend_file
 
     sec = run.config.section("main")
     if sec is None:
