@@ -55,6 +55,26 @@ def _ylabel(run: BenchRun, d: str) -> str:
     return "ROUGE-1" if info.get("type") == "summarization" else "Accuracy"
 
 
+def _grid_axes(plt: Any, n: int, row_height: float) -> tuple[Any, Any, int]:
+    """A figure with one panel per dataset (``n``), its axes and its number of rows."""
+    nr, nc = _grid(n)
+    fig, axes = plt.subplots(
+        nr, nc, figsize=(max(3.3 * nc, 8), row_height * nr + 0.6), squeeze=False
+    )
+    return fig, axes, nr
+
+
+def _setting_cells(run: BenchRun, setting: str) -> tuple[Any, pd.DataFrame, list[str]] | None:
+    """The main section, one setting's cell statistics and the datasets that have any."""
+    sec = run.config.section("main")
+    stats = main_stats(run)
+    if sec is None or stats.empty:
+        return None
+    st = stats[stats["setting"] == setting]
+    datasets = [d for d in sec.datasets if (st["dataset"] == d).any()]
+    return (sec, st, datasets) if datasets else None
+
+
 def _pareto_panel(ax: Any, sub: pd.DataFrame, sec: Any) -> None:
     """One dataset's points (colour = method, marker = budget) and its Pareto frontier."""
     for m in sec.methods:
@@ -101,17 +121,12 @@ def _pareto_legend(plt: Any, sec: Any) -> list[Any]:
 
 
 def pareto_figure(run: BenchRun, setting: str, path: Path) -> Path | None:
-    sec = run.config.section("main")
-    stats = main_stats(run)
-    if sec is None or stats.empty:
+    got = _setting_cells(run, setting)
+    if got is None:
         return None
-    st = stats[stats["setting"] == setting]
-    datasets = [d for d in sec.datasets if (st["dataset"] == d).any()]
-    if not datasets:
-        return None
+    sec, st, datasets = got
     plt = _plt()
-    nr, nc = _grid(len(datasets))
-    fig, axes = plt.subplots(nr, nc, figsize=(max(3.3 * nc, 8), 2.7 * nr + 0.6), squeeze=False)
+    fig, axes, nr = _grid_axes(plt, len(datasets), 2.7)
     for ax, d in zip(axes.flat, datasets, strict=False):
         _pareto_panel(ax, st[st["dataset"] == d].dropna(subset=["q", "cost"]), sec)
         ax.set_title(d)
@@ -136,17 +151,12 @@ def pareto_figure(run: BenchRun, setting: str, path: Path) -> Path | None:
 
 
 def budget_figure(run: BenchRun, setting: str, path: Path) -> Path | None:
-    sec = run.config.section("main")
-    stats = main_stats(run)
-    if sec is None or stats.empty:
+    got = _setting_cells(run, setting)
+    if got is None:
         return None
-    st = stats[stats["setting"] == setting]
-    datasets = [d for d in sec.datasets if (st["dataset"] == d).any()]
-    if not datasets:
-        return None
+    sec, st, datasets = got
     plt = _plt()
-    nr, nc = _grid(len(datasets))
-    fig, axes = plt.subplots(nr, nc, figsize=(max(3.3 * nc, 8), 2.6 * nr + 0.6), squeeze=False)
+    fig, axes, nr = _grid_axes(plt, len(datasets), 2.6)
     for ax, d in zip(axes.flat, datasets, strict=False):
         sub = st[st["dataset"] == d]
         for m in sec.methods:
