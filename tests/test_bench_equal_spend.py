@@ -11,13 +11,13 @@ import pytest
 
 from quorum.bench.equal_spend import (
     default_levels,
-    equal_spend_file,
     equal_spend_frame,
     equal_spend_standing,
     quality_at,
-    standing_lines,
 )
-from quorum.bench.results import _cell_stats, spend_levels, standing_block, standing_from_stats
+from quorum.bench.equal_spend_tables import equal_spend_file, standing_lines
+from quorum.bench.main_tables import _cell_stats, spend_levels
+from quorum.bench.standing import standing_block, standing_from_stats
 
 
 # ----------------------------------------------------------------- one curve

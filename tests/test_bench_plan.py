@@ -98,7 +98,7 @@ def test_hash_files_and_store(tmp_path) -> None:
 
 
 def test_group_and_timing_keys_name_the_dataset() -> None:
-    from quorum.bench.runner import timing_key
+    from quorum.bench.schedule import timing_key
     from quorum.bench.worker import group_key
 
     # the llms-for-css tasks share one file: keys must still differ per task

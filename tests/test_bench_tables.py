@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from quorum.bench.figures import pareto_front, pretty_context_names
-from quorum.bench.results import dominates, standing_from_stats, standing_text
+from quorum.bench.standing import dominates, standing_from_stats, standing_text
 from quorum.bench.tables import Cell, Table, TableFile, ci95, fmt_pm, mean_sd, rank_marks
 
 

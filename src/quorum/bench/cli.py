@@ -46,6 +46,40 @@ def bench(
 
     Every run is cached under OUT/cache: a second run computes only what changed.
     """
+    cfg = _checked_config(config)
+    if dry_run:
+        _show_plan(cfg, out)
+        return
+    from quorum.bench.report import write_outputs
+    from quorum.bench.runner import run_bench
+
+    t0 = time.perf_counter()
+    run = run_bench(
+        cfg,
+        out,
+        workers=workers,
+        progress=progress and sys.stderr.isatty(),
+        command=_command_line(config, out, workers, export),
+        log=_echo,
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(
+        json.dumps(cfg.model_dump(mode="json"), indent=1), encoding="utf-8"
+    )
+    stats = write_outputs(run)
+    _export(out, export, update_docs)
+    secs = time.perf_counter() - t0
+    _echo(
+        f"{stats['runs_computed']} runs computed, {stats['runs_cached']} cached, "
+        f"{stats['runs_failed']} failed, in {secs:.1f} s -> {out}/ (README.md, report.html)"
+        + (f"; exported to {export}/" if export else "")
+    )
+    for e in stats.get("errors", [])[:5]:
+        _echo(f"  problem: {e}")
+
+
+def _checked_config(config: str | None):
+    """The bench config by name or path, its datasets checked; exit 2 with one line if not."""
     from quorum.bench.config import BenchConfigError, load_config
     from quorum.errors import QuorumError
 
@@ -59,14 +93,12 @@ def bench(
     except (ValueError, QuorumError) as exc:
         _echo(f"error: {exc}")
         raise typer.Exit(code=2) from exc
-    if dry_run:
-        _show_plan(cfg, out)
-        return
-    from quorum.bench.report import export as do_export
-    from quorum.bench.report import write_outputs
-    from quorum.bench.runner import run_bench
+    return cfg
 
-    command = " ".join(
+
+def _command_line(config: str | None, out: Path, workers: int | None, export: Path | None) -> str:
+    """The ``quorum bench ...`` line recorded in bench.json and the README."""
+    return " ".join(
         shlex.quote(str(a))
         for a in [
             "quorum",
@@ -78,21 +110,13 @@ def bench(
             *(["--export", export] if export is not None else []),
         ]
     )
-    t0 = time.perf_counter()
-    run = run_bench(
-        cfg,
-        out,
-        workers=workers,
-        progress=progress and sys.stderr.isatty(),
-        command=command,
-        log=_echo,
-    )
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(
-        json.dumps(cfg.model_dump(mode="json"), indent=1), encoding="utf-8"
-    )
-    stats = write_outputs(run)
+
+
+def _export(out: Path, export: Path | None, update_docs: bool) -> None:
+    """Copy the outputs to ``export`` and fill the checkout's generated doc sections."""
     if export is not None:
+        from quorum.bench.report import export as do_export
+
         do_export(out, export)
     if update_docs:
         from quorum.bench.report import update_docs as do_update
@@ -100,14 +124,6 @@ def bench(
         root = Path(__file__).resolve().parents[3]
         for p in do_update(out, root):
             _echo(f"updated {p}")
-    secs = time.perf_counter() - t0
-    _echo(
-        f"{stats['runs_computed']} runs computed, {stats['runs_cached']} cached, "
-        f"{stats['runs_failed']} failed, in {secs:.1f} s -> {out}/ (README.md, report.html)"
-        + (f"; exported to {export}/" if export else "")
-    )
-    for e in stats.get("errors", [])[:5]:
-        _echo(f"  problem: {e}")
 
 
 def _check_datasets(cfg) -> None:

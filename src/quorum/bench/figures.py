@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from quorum.bench.results import main_stats
+from quorum.bench.main_tables import main_stats
 from quorum.bench.runner import BenchRun
 from quorum.bench.tables import SETTINGS, method_name, pct
 from quorum.pages import pyplot as _plt
@@ -54,45 +55,51 @@ def _ylabel(run: BenchRun, d: str) -> str:
     return "ROUGE-1" if info.get("type") == "summarization" else "Accuracy"
 
 
-def pareto_figure(run: BenchRun, setting: str, path: Path) -> Path | None:
+def _grid_axes(plt: Any, n: int, row_height: float) -> tuple[Any, Any, int]:
+    """A figure with one panel per dataset (``n``), its axes and its number of rows."""
+    nr, nc = _grid(n)
+    fig, axes = plt.subplots(
+        nr, nc, figsize=(max(3.3 * nc, 8), row_height * nr + 0.6), squeeze=False
+    )
+    return fig, axes, nr
+
+
+def _setting_cells(run: BenchRun, setting: str) -> tuple[Any, pd.DataFrame, list[str]] | None:
+    """The main section, one setting's cell statistics and the datasets that have any."""
     sec = run.config.section("main")
     stats = main_stats(run)
     if sec is None or stats.empty:
         return None
     st = stats[stats["setting"] == setting]
     datasets = [d for d in sec.datasets if (st["dataset"] == d).any()]
-    if not datasets:
-        return None
-    plt = _plt()
-    nr, nc = _grid(len(datasets))
-    fig, axes = plt.subplots(nr, nc, figsize=(max(3.3 * nc, 8), 2.7 * nr + 0.6), squeeze=False)
-    for ax, d in zip(axes.flat, datasets, strict=False):
-        sub = st[st["dataset"] == d].dropna(subset=["q", "cost"])
-        for m in sec.methods:
-            ms = sub[sub["method"] == m]
-            for j, b in enumerate(sec.budgets):
-                p = ms[np.isclose(ms["budget"], b)]
-                if len(p):
-                    ax.scatter(
-                        p["cost"],
-                        p["q"],
-                        color=COLORS.get(m, "k"),
-                        marker=MARKERS[j % len(MARKERS)],
-                        s=28 if m == "quorum" else 18,
-                        edgecolor="k" if m == "quorum" else "none",
-                        linewidth=0.5,
-                        zorder=3,
-                    )
-        if len(sub):
-            x, y = sub["cost"].to_numpy(float), sub["q"].to_numpy(float)
-            f = pareto_front(x, y)
-            ax.step(x[f], y[f], where="post", color="k", lw=0.9, ls="--", zorder=2)
-        ax.set_title(d)
-        ax.set_xlabel("cost")
-        ax.set_ylabel(_ylabel(run, d))
-        ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(datasets) :]:
-        ax.axis("off")
+    return (sec, st, datasets) if datasets else None
+
+
+def _pareto_panel(ax: Any, sub: pd.DataFrame, sec: Any) -> None:
+    """One dataset's points (colour = method, marker = budget) and its Pareto frontier."""
+    for m in sec.methods:
+        ms = sub[sub["method"] == m]
+        for j, b in enumerate(sec.budgets):
+            p = ms[np.isclose(ms["budget"], b)]
+            if len(p):
+                ax.scatter(
+                    p["cost"],
+                    p["q"],
+                    color=COLORS.get(m, "k"),
+                    marker=MARKERS[j % len(MARKERS)],
+                    s=28 if m == "quorum" else 18,
+                    edgecolor="k" if m == "quorum" else "none",
+                    linewidth=0.5,
+                    zorder=3,
+                )
+    if len(sub):
+        x, y = sub["cost"].to_numpy(float), sub["q"].to_numpy(float)
+        f = pareto_front(x, y)
+        ax.step(x[f], y[f], where="post", color="k", lw=0.9, ls="--", zorder=2)
+
+
+def _pareto_legend(plt: Any, sec: Any) -> list[Any]:
+    """Methods' colours, budgets' markers, the frontier's line."""
     handles = [
         plt.Line2D([], [], color=COLORS.get(m, "k"), marker="o", ls="", label=method_name(m))
         for m in sec.methods
@@ -110,6 +117,25 @@ def pareto_figure(run: BenchRun, setting: str, path: Path) -> Path | None:
         for j, b in enumerate(sec.budgets)
     ]
     handles.append(plt.Line2D([], [], color="k", ls="--", label="Pareto frontier"))
+    return handles
+
+
+def pareto_figure(run: BenchRun, setting: str, path: Path) -> Path | None:
+    got = _setting_cells(run, setting)
+    if got is None:
+        return None
+    sec, st, datasets = got
+    plt = _plt()
+    fig, axes, nr = _grid_axes(plt, len(datasets), 2.7)
+    for ax, d in zip(axes.flat, datasets, strict=False):
+        _pareto_panel(ax, st[st["dataset"] == d].dropna(subset=["q", "cost"]), sec)
+        ax.set_title(d)
+        ax.set_xlabel("cost")
+        ax.set_ylabel(_ylabel(run, d))
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(datasets) :]:
+        ax.axis("off")
+    handles = _pareto_legend(plt, sec)
     fig.legend(
         handles=handles,
         loc="lower center",
@@ -125,17 +151,12 @@ def pareto_figure(run: BenchRun, setting: str, path: Path) -> Path | None:
 
 
 def budget_figure(run: BenchRun, setting: str, path: Path) -> Path | None:
-    sec = run.config.section("main")
-    stats = main_stats(run)
-    if sec is None or stats.empty:
+    got = _setting_cells(run, setting)
+    if got is None:
         return None
-    st = stats[stats["setting"] == setting]
-    datasets = [d for d in sec.datasets if (st["dataset"] == d).any()]
-    if not datasets:
-        return None
+    sec, st, datasets = got
     plt = _plt()
-    nr, nc = _grid(len(datasets))
-    fig, axes = plt.subplots(nr, nc, figsize=(max(3.3 * nc, 8), 2.6 * nr + 0.6), squeeze=False)
+    fig, axes, nr = _grid_axes(plt, len(datasets), 2.6)
     for ax, d in zip(axes.flat, datasets, strict=False):
         sub = st[st["dataset"] == d]
         for m in sec.methods:
@@ -200,6 +221,52 @@ def _short(a: str, n: int = 18) -> str:
     return a if len(a) <= n else a[: n - 1] + "…"
 
 
+def _arm_share_panel(
+    plt: Any, ax: Any, trace: pd.DataFrame, arms: list[str], label: dict[str, str], win: int
+) -> None:
+    """The dashboard's left panel: the arms' share of the decisions, per window of ``win``."""
+    tr = trace[trace["arm"].astype(str) != "-"].sort_values("step").reset_index(drop=True)
+    tr["window"] = tr.index // win
+    share = pd.crosstab(tr["window"], tr["arm"], normalize="index").reindex(
+        columns=arms, fill_value=0
+    )
+    x = (share.index.to_numpy() + 0.5) * win
+    cmap = plt.get_cmap("tab10")
+    ax.stackplot(
+        x,
+        share.T.to_numpy(),
+        labels=[label[a] for a in arms],
+        colors=[cmap(i % 10) for i in range(len(arms))],
+        alpha=0.85,
+    )
+    ax.set_xlim(0, max(x[-1] + win / 2, 1) if len(x) else 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel(f"decision (windows of {win})")
+    ax.set_ylabel("share of annotations")
+    ax.set_title("Arm choice over time")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3, fontsize=7, frameon=False)
+
+
+def _weights_panels(
+    fig: Any, ax_w: Any, ax_imp: Any, info: dict[str, Any], arms: list[str], label: dict
+) -> None:
+    """The dashboard's centre (posterior mean weights, feature x arm) and right (importance)."""
+    names = pretty_context_names(info["context_names"], info.get("feature_names", []))
+    W = np.array([info["posterior_means"][a] for a in arms], dtype=float).T  # features x arms
+    lim = float(np.nanmax(np.abs(W))) or 1.0
+    im = ax_w.imshow(W, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
+    ax_w.set_yticks(range(len(names)), names, fontsize=7)
+    ax_w.set_xticks(range(len(arms)), [label[a] for a in arms], rotation=35, ha="right")
+    ax_w.set_title("Posterior mean weights (feature x arm)")
+    fig.colorbar(im, ax=ax_w, fraction=0.046, pad=0.04)
+    imp = np.abs(W).mean(axis=1)
+    order = np.argsort(imp)
+    ax_imp.barh(np.array(names)[order], imp[order], color="#d62728")
+    ax_imp.tick_params(axis="y", labelsize=7)
+    ax_imp.set_xlabel("mean |weight| across arms")
+    ax_imp.set_title("Feature importance")
+
+
 def dashboard_figure(run: BenchRun, path: Path) -> Path | None:
     sec = run.config.section("dashboard")
     specs = run.plan.runs.get("dashboard", [])
@@ -216,49 +283,11 @@ def dashboard_figure(run: BenchRun, path: Path) -> Path | None:
         return None
     plt = _plt()
     fig, axes = plt.subplots(1, 3, figsize=(15, 5.2), gridspec_kw={"width_ratios": [1.2, 1.1, 0.9]})
-    # left: arm share per window of decisions
-    tr = trace[trace["arm"].astype(str) != "-"].sort_values("step").reset_index(drop=True)
     arms = list(info.get("arms") or info["posterior_means"])
     human = info.get("human", "gold")
     label = {a: (f"human ({a})" if a == human else _short(a)) for a in arms}
-    win = max(1, int(sec.window))
-    tr["window"] = tr.index // win
-    share = pd.crosstab(tr["window"], tr["arm"], normalize="index").reindex(
-        columns=arms, fill_value=0
-    )
-    x = (share.index.to_numpy() + 0.5) * win
-    cmap = plt.get_cmap("tab10")
-    axes[0].stackplot(
-        x,
-        share.T.to_numpy(),
-        labels=[label[a] for a in arms],
-        colors=[cmap(i % 10) for i in range(len(arms))],
-        alpha=0.85,
-    )
-    axes[0].set_xlim(0, max(x[-1] + win / 2, 1) if len(x) else 1)
-    axes[0].set_ylim(0, 1)
-    axes[0].set_xlabel(f"decision (windows of {win})")
-    axes[0].set_ylabel("share of annotations")
-    axes[0].set_title("Arm choice over time")
-    axes[0].legend(
-        loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3, fontsize=7, frameon=False
-    )
-    # center: posterior weights
-    names = pretty_context_names(info["context_names"], info.get("feature_names", []))
-    W = np.array([info["posterior_means"][a] for a in arms], dtype=float).T  # features x arms
-    lim = float(np.nanmax(np.abs(W))) or 1.0
-    im = axes[1].imshow(W, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
-    axes[1].set_yticks(range(len(names)), names, fontsize=7)
-    axes[1].set_xticks(range(len(arms)), [label[a] for a in arms], rotation=35, ha="right")
-    axes[1].set_title("Posterior mean weights (feature x arm)")
-    fig.colorbar(im, ax=axes[1], fraction=0.046, pad=0.04)
-    # right: importance
-    imp = np.abs(W).mean(axis=1)
-    order = np.argsort(imp)
-    axes[2].barh(np.array(names)[order], imp[order], color="#d62728")
-    axes[2].tick_params(axis="y", labelsize=7)
-    axes[2].set_xlabel("mean |weight| across arms")
-    axes[2].set_title("Feature importance")
+    _arm_share_panel(plt, axes[0], trace, arms, label, max(1, int(sec.window)))
+    _weights_panels(fig, axes[1], axes[2], info, arms, label)
     s = specs[0]
     fig.suptitle(
         f"QUORUM bandit on {s.dataset}, {SETTINGS[s.setting].lower()} setting, budget "

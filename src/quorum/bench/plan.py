@@ -7,6 +7,7 @@ grid): a run's key does not name the experiment.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,6 +145,78 @@ def _seeds(cfg_section: Any, dataset: str) -> list[int]:
     return seed_list(cfg_section.seeds)
 
 
+Params = Callable[..., tuple[tuple[str, Any], ...]]
+
+
+def _main_runs(s: Any, params: Params) -> list[RunSpec]:
+    return [
+        RunSpec(d, m, st, b, seed, params(m))
+        for d in s.datasets
+        for m in s.methods
+        if _supports(m, d)
+        for st in s.settings
+        if not s.skips(m, d, st)
+        for b in s.budgets
+        for seed in _seeds(s, d)
+    ]
+
+
+def _features_runs(s: Any, params: Params) -> list[RunSpec]:
+    return [
+        RunSpec(d, "quorum", st, b, seed, params("quorum"), variant=v)
+        for d in s.datasets
+        for st in s.settings
+        for b in s.budgets
+        for v in s.variants
+        for seed in seed_list(s.seeds)
+    ]
+
+
+def _annotations_runs(s: Any, params: Params) -> list[RunSpec]:
+    return [
+        RunSpec(d, "quorum", s.setting, b, seed, params("quorum", {"max_annotations": k}))
+        for d in s.datasets
+        for b in s.budgets
+        for k in s.max_annotations
+        for seed in _seeds(s, d)
+    ]
+
+
+def _sensitivity_runs(s: Any, params: Params) -> list[RunSpec]:
+    return [
+        RunSpec(s.dataset, "quorum", s.setting, s.budget, seed, params("quorum", {name: v}))
+        for name, values in s.grids.items()
+        for v in values
+        for seed in seed_list(s.seeds)
+    ]
+
+
+def _noisy_runs(s: Any, params: Params) -> list[RunSpec]:
+    return [
+        RunSpec(s.dataset, m, s.setting, 0.0, seed, params(m), human=h, human_labels=s.human_labels)
+        for h in s.humans
+        for m in s.methods
+        for seed in seed_list(s.seeds)
+    ]
+
+
+def _dashboard_runs(s: Any, params: Params) -> list[RunSpec]:
+    return [
+        RunSpec(s.dataset, "quorum", s.setting, s.budget, s.seed, params("quorum"), keep_trace=True)
+    ]
+
+
+#: the experiments with runs, in the plan's order, and the runs each needs
+_EXPERIMENT_RUNS: dict[str, Callable[[Any, Params], list[RunSpec]]] = {
+    "main": _main_runs,
+    "features": _features_runs,
+    "annotations": _annotations_runs,
+    "sensitivity": _sensitivity_runs,
+    "noisy": _noisy_runs,
+    "dashboard": _dashboard_runs,
+}
+
+
 def build_plan(cfg: BenchConfig) -> Plan:
     """The runs of every enabled experiment."""
     plan = Plan()
@@ -153,56 +226,9 @@ def build_plan(cfg: BenchConfig) -> Plan:
         p.update(extra or {})
         return normalise_params(method, p)
 
-    if (s := cfg.section("main")) is not None:
-        plan.runs["main"] = [
-            RunSpec(d, m, st, b, seed, params(m))
-            for d in s.datasets
-            for m in s.methods
-            if _supports(m, d)
-            for st in s.settings
-            if not s.skips(m, d, st)
-            for b in s.budgets
-            for seed in _seeds(s, d)
-        ]
-    if (s := cfg.section("features")) is not None:
-        plan.runs["features"] = [
-            RunSpec(d, "quorum", st, b, seed, params("quorum"), variant=v)
-            for d in s.datasets
-            for st in s.settings
-            for b in s.budgets
-            for v in s.variants
-            for seed in seed_list(s.seeds)
-        ]
-    if (s := cfg.section("annotations")) is not None:
-        plan.runs["annotations"] = [
-            RunSpec(d, "quorum", s.setting, b, seed, params("quorum", {"max_annotations": k}))
-            for d in s.datasets
-            for b in s.budgets
-            for k in s.max_annotations
-            for seed in _seeds(s, d)
-        ]
-    if (s := cfg.section("sensitivity")) is not None:
-        plan.runs["sensitivity"] = [
-            RunSpec(s.dataset, "quorum", s.setting, s.budget, seed, params("quorum", {name: v}))
-            for name, values in s.grids.items()
-            for v in values
-            for seed in seed_list(s.seeds)
-        ]
-    if (s := cfg.section("noisy")) is not None:
-        plan.runs["noisy"] = [
-            RunSpec(
-                s.dataset, m, s.setting, 0.0, seed, params(m), human=h, human_labels=s.human_labels
-            )
-            for h in s.humans
-            for m in s.methods
-            for seed in seed_list(s.seeds)
-        ]
-    if (s := cfg.section("dashboard")) is not None:
-        plan.runs["dashboard"] = [
-            RunSpec(
-                s.dataset, "quorum", s.setting, s.budget, s.seed, params("quorum"), keep_trace=True
-            )
-        ]
+    for name, runs in _EXPERIMENT_RUNS.items():
+        if (s := cfg.section(name)) is not None:
+            plan.runs[name] = runs(s, params)
     if (s := cfg.section("overhead")) is not None:
         main = cfg.section("main")
         plan.overhead_datasets = list(s.datasets or (main.datasets if main else []))

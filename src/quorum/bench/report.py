@@ -46,14 +46,8 @@ def _fmt_secs(s: float | None) -> str:
     return f"{m} min {sec} s" if m else f"{s:.1f} s"
 
 
-def readme_text(
-    stats: dict[str, Any],
-    files: list[TableFile],
-    figures: list[str],
-    standing: str,
-    relative: str = "",
-) -> str:
-    """The bench folder's README (also committed as benchmarks/README.md)."""
+def _readme_head(stats: dict[str, Any]) -> list[str]:
+    """The README's title, command and provenance (date, commit, config, machine, times)."""
     mach = stats.get("machine", {})
     load_b, load_a = stats.get("load_before"), stats.get("load_after")
     git = stats.get("git", {})
@@ -87,6 +81,18 @@ def readme_text(
             f"{_load(fr.get('load_before'))} / {_load(fr.get('load_after'))}"
         )
     lines.append(f"- Load average (1/5/15 min) before/after: {_load(load_b)} / {_load(load_a)}")
+    return lines
+
+
+def readme_text(
+    stats: dict[str, Any],
+    files: list[TableFile],
+    figures: list[str],
+    standing: str,
+    relative: str = "",
+) -> str:
+    """The bench folder's README (also committed as benchmarks/README.md)."""
+    lines = _readme_head(stats)
     lines += [
         "",
         "## Results",
@@ -119,7 +125,8 @@ def write_outputs(run: BenchRun) -> dict[str, Any]:
     import time
 
     from quorum.bench.figures import all_figures
-    from quorum.bench.results import all_tables, quorum_standing, readme_standing, rows_frame
+    from quorum.bench.results import all_tables, rows_frame
+    from quorum.bench.standing import quorum_standing, readme_standing
 
     t0 = time.perf_counter()
     out = run.outdir
@@ -227,7 +234,7 @@ def replace_marked(text: str, markers: tuple[str, str], body: str) -> str | None
 def update_docs(outdir: str | Path, root: str | Path) -> list[Path]:
     """Fill the generated sections of ``docs/baselines.md`` (main tables) and ``README.md``
     (QUORUM's standing) under ``root`` from a bench folder; returns the files changed."""
-    from quorum.bench.results import standing_block
+    from quorum.bench.standing import standing_block
 
     out, root = Path(outdir), Path(root)
     stats = _read_json(out / "bench.json") or {}

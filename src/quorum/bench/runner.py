@@ -1,46 +1,27 @@
 """Run a benchmark plan: skip cached runs, compute the rest on a process pool.
 
-Scheduling: runs are grouped by (dataset, human) and cut into chunks. The first chunk of
-a group runs alone (it computes features on a cold cache and the summaries' output
-embeddings); the group's other chunks are released once it is done, so two workers never
-compute the same cold features. Results are appended to the cache as chunks finish, so an
-interrupted bench keeps what it computed. Per-run numbers do not depend on the worker
-(every run seeds its own generator).
+Scheduling (:mod:`quorum.bench.schedule`): runs are grouped by (dataset, human) and cut into
+chunks; the first chunk of a group runs alone, so two workers never compute the same cold
+features. Results are appended to the cache as chunks finish, so an interrupted bench keeps
+what it computed. Per-run numbers do not depend on the worker (every run seeds its own
+generator).
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import time
-from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from quorum.bench.cache import JsonlStore, digest, hash_files
+from quorum.bench.cache import JsonlStore
 from quorum.bench.config import BenchConfig
-from quorum.bench.plan import Plan, RunSpec, build_plan
-from quorum.bench.worker import (
-    THREAD_VARS,
-    group_key,
-    init_worker,
-    prepare_only,
-    run_chunk,
-    time_features,
-)
+from quorum.bench.plan import Plan, build_plan
+from quorum.bench.schedule import Schedule, Task, plan_tasks, run_inline, run_pool, timing_key
+from quorum.bench.worker import group_key
 from quorum.progress import ProgressBar
-
-
-@dataclass
-class Task:
-    kind: str  # runs | info | features
-    label: str
-    units: int
-    args: tuple
-    group: tuple[str, str] | None = None
 
 
 @dataclass
@@ -72,94 +53,6 @@ class BenchRun:
 
     def feature_timing(self, dataset: str) -> dict[str, Any] | None:
         return self.timings.get(timing_key(dataset, self.plan.feature_sample))
-
-
-def timing_key(dataset: str, sample: int) -> str:
-    from quorum.bench.cache import _PKG, _files, dataset_fingerprint
-
-    code = hash_files(_files(["features/*.py"]), _PKG)
-    return digest(["features-cold", dataset, dataset_fingerprint(dataset), sample, code])
-
-
-def _size_hint(dataset: str, infos: JsonlStore, human: str) -> float:
-    """Rough cost of one run: items (or data-file kB), x5 for summaries."""
-    from quorum.bench.cache import is_summarization
-
-    factor = 5.0 if is_summarization(dataset) else 1.0
-    info = infos.get(group_key(dataset, human))
-    if info:
-        return info["n_items"] * factor
-    from quorum.data.loaders import resolve
-    from quorum.data.paths import data_dir
-
-    hit = resolve(dataset)
-    root = data_dir(required=False)
-    if hit is None or root is None:
-        return 1000.0 * factor
-    p = root / hit[0].file
-    subs = hit[0].sub_names(root) if hit[1] is not None else None
-    size = p.stat().st_size if p.is_file() else 1e6
-    return size / 1000.0 / max(1, len(subs or [1])) * factor
-
-
-def _label(specs: list[RunSpec]) -> str:
-    s = specs[0]
-    meths = sorted({x.method for x in specs})
-    sets = sorted({x.setting for x in specs})
-    extra = f" human={s.human}" if s.human != "gold" else ""
-    return f"{s.dataset}{extra}: {'/'.join(meths)} {'/'.join(sets)}"
-
-
-def plan_tasks(
-    plan: Plan,
-    runs: JsonlStore,
-    infos: JsonlStore,
-    timings: JsonlStore,
-    cache_dir: Path,
-    chunk_size: int,
-) -> tuple[OrderedDict[tuple[str, str], deque[Task]], list[Task], int]:
-    """Chunks of runs still to compute (by group, heaviest group first), other tasks."""
-    from quorum.bench.cache import Artifacts
-
-    arts = Artifacts(cache_dir)
-    todo: dict[tuple[str, str], list[RunSpec]] = {}
-    groups_seen: dict[tuple[str, str], None] = {}
-    n_runs = 0
-    for s in plan.all_runs():
-        groups_seen.setdefault(s.group)
-        cached = s.key in runs and (not s.keep_trace or arts.has(s.key))
-        if not cached:
-            todo.setdefault(s.group, []).append(s)
-            n_runs += 1
-    order = sorted(todo, key=lambda g: -_size_hint(g[0], infos, g[1]) * len(todo[g]))
-    queues: OrderedDict[tuple[str, str], deque[Task]] = OrderedDict()
-    for g in order:
-        specs = sorted(todo[g], key=lambda s: (s.method, s.setting, s.variant, s.budget, s.seed))
-        q: deque[Task] = deque()
-        for i in range(0, len(specs), chunk_size):
-            part = specs[i : i + chunk_size]
-            q.append(Task("runs", _label(part), len(part), (part, str(cache_dir)), g))
-        queues[g] = q
-    tail: list[Task] = []
-    for g in groups_seen:
-        if g not in todo and group_key(*g) not in infos:
-            tail.append(Task("info", f"{g[0]}: dataset info", 0, g, g))
-    for d in plan.overhead_datasets:
-        if timing_key(d, plan.feature_sample) not in timings:
-            tail.append(Task("features", f"{d}: cold features", 1, (d, plan.feature_sample)))
-    return queues, tail, n_runs
-
-
-_FUNCS: dict[str, Callable[..., dict[str, Any]]] = {
-    "runs": run_chunk,
-    "info": prepare_only,
-    "features": time_features,
-}
-
-
-def _running(labels: Iterable[str]) -> str:
-    """The text after the progress bar: the tasks running now."""
-    return " | ".join(labels)[:160]
 
 
 def _machine() -> dict[str, Any]:
@@ -215,21 +108,6 @@ def _git() -> dict[str, Any]:
         return {"commit": None, "dirty": None}
 
 
-def _sigterm_to_interrupt() -> Callable[[], None]:
-    """Turn SIGTERM into KeyboardInterrupt (so workers are stopped); returns the undo."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, handler)
-    return lambda: signal.signal(signal.SIGTERM, old)
-
-
 def warm_features(
     datasets: list[str], n_process: int, progress: bool, log: Callable[[str], None] | None
 ) -> dict[str, float]:
@@ -259,6 +137,34 @@ def warm_features(
     return spent
 
 
+def _collector(
+    runs: JsonlStore, infos: JsonlStore, timings: JsonlStore, errors: list[str]
+) -> Callable[[Task, dict[str, Any]], None]:
+    """What to do with a finished task's result: append it to its cache, note its error."""
+
+    def collect(task: Task, res: dict[str, Any]) -> None:
+        if task.kind == "features":
+            rec = dict(res)
+            rec["key"] = timing_key(*task.args)
+            timings.add([rec])
+            if res.get("status") != "ok":
+                errors.append(f"cold features {task.args[0]}: {res.get('error')}")
+            return
+        runs.add(res.get("rows", []))
+        infos.add([i for i in res.get("infos", []) if i["key"] not in infos])
+        if res.get("error"):
+            errors.append(res["error"])
+
+    return collect
+
+
+def _plan_line(n_total: int, n_runs: int, n_tail: int, n_workers: int) -> str:
+    return (
+        f"{n_total} runs in the plan, {n_runs} to compute ({n_total - n_runs} cached); "
+        f"{n_tail} other tasks; {n_workers} worker(s)"
+    )
+
+
 def run_bench(
     cfg: BenchConfig,
     outdir: str | Path,
@@ -286,86 +192,17 @@ def run_bench(
     total_units = n_runs + sum(t.units for t in tail)
     n_tasks = sum(len(q) for q in queues.values()) + len(tail)
     if log:
-        log(
-            f"{len(plan.all_runs())} runs in the plan, {n_runs} to compute "
-            f"({len(plan.all_runs()) - n_runs} cached); {len(tail)} other tasks; "
-            f"{n_workers} worker(s)"
-        )
+        log(_plan_line(len(plan.all_runs()), n_runs, len(tail), n_workers))
     errors: list[str] = []
     if n_runs and n_workers > 1:
         warm_features(list(dict.fromkeys(g[0] for g in queues)), n_workers, progress, log)
-
-    def collect(task: Task, res: dict[str, Any]) -> None:
-        if task.kind == "features":
-            rec = dict(res)
-            rec["key"] = timing_key(*task.args)
-            timings.add([rec])
-            if res.get("status") != "ok":
-                errors.append(f"cold features {task.args[0]}: {res.get('error')}")
-            return
-        runs.add(res.get("rows", []))
-        infos.add([i for i in res.get("infos", []) if i["key"] not in infos])
-        if res.get("error"):
-            errors.append(res["error"])
-
-    state: dict[tuple[str, str], str] = dict.fromkeys(queues, "new")
-
-    def next_task(idle: bool) -> Task | None:
-        for g, q in queues.items():
-            if q and state[g] in ("new", "open"):
-                if state[g] == "new":
-                    state[g] = "opening"
-                return q.popleft()
-        if tail and (idle or not any(queues.values())):
-            return tail.pop(0)
-        return None
-
+    collect = _collector(runs, infos, timings, errors)
+    schedule = Schedule(queues, tail)
     with ProgressBar(total_units, "bench", enabled=progress and n_tasks > 0) as bar:
         if n_workers == 1 or n_tasks <= 1:
-            init_env = {v: os.environ.get(v) for v in THREAD_VARS}
-            try:
-                while (task := next_task(True)) is not None:
-                    bar.update(_running([task.label]))
-                    collect(task, _FUNCS[task.kind](*task.args))
-                    if task.group is not None:
-                        state[task.group] = "open"
-                    bar.update(_running([]), task.units)
-            finally:
-                for k, v in init_env.items():  # inline runs leave the caller's env alone
-                    if v is not None:
-                        os.environ[k] = v
+            run_inline(schedule, collect, bar)
         elif n_tasks:
-            for v in THREAD_VARS:  # inherited by the spawned workers before torch loads
-                os.environ.setdefault(v, "1")
-            ctx = mp.get_context("spawn")
-            undo = _sigterm_to_interrupt()
-            with ProcessPoolExecutor(n_workers, mp_context=ctx, initializer=init_worker) as pool:
-                running: dict[Future, Task] = {}
-                try:
-                    while True:
-                        while len(running) < n_workers:
-                            task = next_task(idle=not running)
-                            if task is None:
-                                break
-                            running[pool.submit(_FUNCS[task.kind], *task.args)] = task
-                        if not running:
-                            break
-                        bar.update(_running(t.label for t in running.values()))
-                        done, _ = wait(running, return_when=FIRST_COMPLETED)
-                        for fut in done:
-                            task = running.pop(fut)
-                            collect(task, fut.result())
-                            if task.group is not None and state.get(task.group) == "opening":
-                                state[task.group] = "open"
-                            bar.update(_running(t.label for t in running.values()), task.units)
-                except BaseException:
-                    procs = list(getattr(pool, "_processes", {}).values())
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    for p in procs:  # do not leave workers computing for nobody
-                        p.terminate()
-                    raise
-                finally:
-                    undo()
+            run_pool(schedule, collect, bar, n_workers)
     t_end = time.perf_counter()
     n_err = sum(1 for s in plan.all_runs() if (runs.get(s.key) or {}).get("status") == "error")
     stats = {

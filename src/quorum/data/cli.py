@@ -96,6 +96,45 @@ def _fmt(score: float | None) -> str:
     return "  -  " if score is None else f"{score:.3f}".lstrip("0")
 
 
+def _annotators_table(rows: list[dict[str, Any]]) -> Table:
+    """``datasets list --annotators``: one row per annotator."""
+    t = Table("dataset", "annotator", "kind", "price", "score", "coverage", "panel")
+    for r in rows:
+        for i, a in enumerate(r["annotators"]):
+            t.add_row(
+                r["name"] if i == 0 else "",
+                a["name"],
+                a["kind"],
+                f"{a['price']:.6g}",
+                _fmt(a["score"]),
+                f"{a['coverage']:.0%}",
+                "*" if a["in_panel"] else "",
+            )
+    return t
+
+
+def _datasets_table(rows: list[dict[str, Any]]) -> Table:
+    """``datasets list``: one row per dataset, its panel's scores and the others' range."""
+    t = Table("dataset", "type", "lang", "items", "ann.", "metric", "panel (score)", "others")
+    for r in rows:
+        by = {a["name"]: a for a in r["annotators"]}
+        panel = "\n".join(f"{p} {_fmt(by[p]['score'])}" for p in r["panel"] if p in by)
+        rest = [a["score"] for a in r["annotators"] if not a["in_panel"]]
+        rest = [x for x in rest if x is not None]
+        others = f"{len(rest)}: {_fmt(min(rest))}-{_fmt(max(rest))}" if rest else "-"
+        t.add_row(
+            r["name"],
+            _SHORT_TYPE.get(r["type"], r["type"]),
+            r["language"],
+            str(r["items"]),
+            str(len(r["annotators"])),
+            "R1" if r["metric"] == "rouge1_f" else "acc",
+            panel or "-",
+            others,
+        )
+    return t
+
+
 @datasets_app.command("list")
 def list_cmd(
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
@@ -125,37 +164,7 @@ def list_cmd(
         typer.echo(json.dumps({"datasets": rows, "errors": errors}, indent=1))
         return
     con = _console()
-    if annotators:
-        t = Table("dataset", "annotator", "kind", "price", "score", "coverage", "panel")
-        for r in rows:
-            for i, a in enumerate(r["annotators"]):
-                t.add_row(
-                    r["name"] if i == 0 else "",
-                    a["name"],
-                    a["kind"],
-                    f"{a['price']:.6g}",
-                    _fmt(a["score"]),
-                    f"{a['coverage']:.0%}",
-                    "*" if a["in_panel"] else "",
-                )
-    else:
-        t = Table("dataset", "type", "lang", "items", "ann.", "metric", "panel (score)", "others")
-        for r in rows:
-            by = {a["name"]: a for a in r["annotators"]}
-            panel = "\n".join(f"{p} {_fmt(by[p]['score'])}" for p in r["panel"] if p in by)
-            rest = [a["score"] for a in r["annotators"] if not a["in_panel"]]
-            rest = [x for x in rest if x is not None]
-            others = f"{len(rest)}: {_fmt(min(rest))}-{_fmt(max(rest))}" if rest else "-"
-            t.add_row(
-                r["name"],
-                _SHORT_TYPE.get(r["type"], r["type"]),
-                r["language"],
-                str(r["items"]),
-                str(len(r["annotators"])),
-                "R1" if r["metric"] == "rouge1_f" else "acc",
-                panel or "-",
-                others,
-            )
+    t = _annotators_table(rows) if annotators else _datasets_table(rows)
     con.print(t)
     for n, e in errors.items():
         con.print(f"[red]{n}: {e}[/red]")
@@ -298,6 +307,9 @@ def init_cmd(
     Without --from, a small commented folder of --type to fill in. With --from, the table's
     rows become items and its answer columns (or --answers-file) the annotations; prices
     and panel not given get the default rule when the folder is loaded.
+    \f
+    Above 60 lines because of its option table (one typer option per ``init_folder``
+    argument, 33 lines); the body only passes them on. (``\\f`` ends the ``--help`` text.)
     """
     from quorum.data.importer import init_folder
     from quorum.data.template import write_template
@@ -310,15 +322,7 @@ def init_cmd(
                 f"annotations.csv, then `quorum datasets show {folder}`"
             )
             return
-        prices = {}
-        for p in price or []:
-            key, sep, val = p.partition("=")
-            try:
-                prices[key.strip()] = float(val)
-            except ValueError:
-                sep = ""
-            if not sep:
-                raise typer.BadParameter(f"--price expects NAME=PRICE, got {p!r}")
+        prices = _prices(price)
         ds = init_folder(
             out_dir,
             source,
@@ -342,6 +346,24 @@ def init_cmd(
         raise _fail(exc) from exc
     except FileExistsError as exc:
         raise _fail(Exception(str(exc))) from exc
+    _say_written(out_dir, ds)
+
+
+def _prices(price: list[str] | None) -> dict[str, float]:
+    """``--price NAME=PRICE`` options as a dict (a bad one: a one-line usage error)."""
+    prices = {}
+    for p in price or []:
+        key, sep, val = p.partition("=")
+        try:
+            prices[key.strip()] = float(val)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise typer.BadParameter(f"--price expects NAME=PRICE, got {p!r}")
+    return prices
+
+
+def _say_written(out_dir: Path, ds: Dataset) -> None:
     typer.echo(
         f"wrote {out_dir}: {ds.n_items} items, {len(ds.annotations)} answers, "
         f"{len(ds.task.annotators)} annotators, labels {ds.task.labels}"

@@ -126,6 +126,36 @@ def record_drops(ds: Dataset, dropped: Mapping[str, int], examples: Mapping[str,
     )
 
 
+def _check_panel(panel: list[str], machines: list[str]) -> None:
+    """A given panel names machine annotators, each once (else ``panel: ...`` error)."""
+    bad = [p for p in panel if p not in machines]
+    dup = sorted({p for p in panel if panel.count(p) > 1})
+    if bad or dup:
+        what = f"names {bad} that are not machine annotators" if bad else f"repeats {dup}"
+        raise DataValidationError(f"panel: {what}; machine annotators: {sorted(machines)}")
+
+
+def _default_prices(
+    ds: Dataset, unpriced: list[str], machines: list[str]
+) -> tuple[dict[str, float], list[str]]:
+    """The rule's prices of the ``unpriced`` annotators (noted in ``ds``) and its panel."""
+    from quorum.data.loaders._common import annotator_scores, rank_prices
+
+    task = ds.task
+    scores, coverage = annotator_scores(task.type, ds.items, ds.annotations)
+    auto_prices, auto_panel = rank_prices(machines, scores, coverage)
+    prices = {a: auto_prices.get(a, task.human_price) for a in unpriced}
+    ranked_by = "name (no gold or reference to score them)" if not scores else "score"
+    _note(
+        ds,
+        "default prices (no price in task.toml): "
+        + ", ".join(f"{a} {p:g}" for a, p in prices.items())
+        + f"; machines ranked by {ranked_by}: panel ranks 0, n//3, 2n//3 cost "
+        "0.05 / 0.03 / 0.01, others by tercile; humans cost human_price",
+    )
+    return prices, auto_panel
+
+
 def fill_defaults(
     ds: Dataset,
     unpriced: list[str],
@@ -137,16 +167,10 @@ def fill_defaults(
     ``panel`` is the panel the folder gives (None: none given). Raises DataValidationError
     (message starting with ``panel:``) for a panel naming no machine annotator.
     """
-    from quorum.data.loaders._common import annotator_scores, rank_prices
-
     task = ds.task
     machines = [a.name for a in task.llms]
     if panel is not None:
-        bad = [p for p in panel if p not in machines]
-        dup = sorted({p for p in panel if panel.count(p) > 1})
-        if bad or dup:
-            what = f"names {bad} that are not machine annotators" if bad else f"repeats {dup}"
-            raise DataValidationError(f"panel: {what}; machine annotators: {sorted(machines)}")
+        _check_panel(panel, machines)
     used: dict[str, Any] = {}
     if declared:
         used["annotators"] = declared
@@ -159,18 +183,8 @@ def fill_defaults(
     prices: dict[str, float] = {}
     auto_panel: list[str] = []
     if unpriced:
-        scores, coverage = annotator_scores(task.type, ds.items, ds.annotations)
-        auto_prices, auto_panel = rank_prices(machines, scores, coverage)
-        prices = {a: auto_prices.get(a, task.human_price) for a in unpriced}
-        ranked_by = "name (no gold or reference to score them)" if not scores else "score"
+        prices, auto_panel = _default_prices(ds, unpriced, machines)
         used["prices"] = prices
-        _note(
-            ds,
-            "default prices (no price in task.toml): "
-            + ", ".join(f"{a} {p:g}" for a, p in prices.items())
-            + f"; machines ranked by {ranked_by}: panel ranks 0, n//3, 2n//3 cost "
-            "0.05 / 0.03 / 0.01, others by tercile; humans cost human_price",
-        )
     changes: dict[str, Any] = {}
     if panel is None and machines:
         if auto_panel and set(machines) <= set(unpriced):

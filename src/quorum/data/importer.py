@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,66 +98,22 @@ def init_folder(
     - ``humans``: annotators that are people (kind ``human``); the others are LLMs;
     - ``prices``: price per call of some annotators; the others get the default rule;
     - ``labels``: the label set (default: the gold labels found, else the answers found).
+
+    Above 60 lines because of its signature and this list of its arguments; the body is a
+    sequence of named steps (ids, text, choices, gold, answers, labels, the files).
     """
     ttype = TaskType(task_type)
     folder = Path(out).expanduser()
     src = Path(source).expanduser()
-    df = read_source(src)
-    where = str(src)
-    if df.empty:
-        raise DataValidationError(f"{where}: no rows")
-    cols = [str(c) for c in df.columns]
-    df.columns = cols
-
-    def need(col: str, what: str) -> str:
-        if col not in cols:
-            raise DataValidationError(f"{where}: {what} column {col!r} not found; columns: {cols}")
-        return col
-
-    for c in answers:
-        need(c, "answer")
-    used = set(answers)
-    items = df.drop(columns=list(answers))
-    id_col = id_column or ("item_id" if "item_id" in cols else None)
-    if id_col is not None:
-        need(id_col, "id")
-        ids = df[id_col].astype(str).str.strip()
-    else:
-        ids = pd.Series([str(i) for i in range(len(df))])
-    if "item_id" in used:
-        raise DataValidationError(f"{where}: 'item_id' cannot be an answer column")
-    items = items.drop(columns=[id_col] if id_col else [])
-    items.insert(0, "item_id", ids.to_numpy())
-
+    df, need = _read_rows(src)
+    items, ids = _item_ids(df, id_column, answers, need, str(src))
     opts = _choices(df, choices, need) if choices else None
-    text_template = None
-    if template is not None or len(text) > 1:
-        text_template = template or "\n".join(f"{c}: {{{c}}}" for c in text)
-        if "text" in items.columns:
-            items = items.rename(columns={"text": "text_column"})
-            text_template = text_template.replace("{text}", "{text_column}")
-    else:
-        col = need(text[0], "text")
-        body = df[col].astype(str)
-        if ttype is TaskType.multiple_choice and opts is not None:
-            body = mc_text(body, opts)
-        items = items.drop(columns=[col] if col != "text" else [])
-        items["text"] = body.to_numpy()
+    items, text_template = _item_text(items, df, ttype, text, template, opts, need)
     if opts is not None:
         items = items.drop(columns=[c for c in choices if c in items.columns])
         items["choices"] = opts.to_numpy()
-
     gold_col = "reference" if ttype is TaskType.summarization else "gold"
-    notes: list[str] = []
-    if gold is not None:
-        g = df[need(gold, "gold")]
-        if opts is not None:
-            g, converted = _gold_letters(g, opts)
-            if converted:
-                notes.append(f"gold {gold!r} given as 0-based option indices: written as letters")
-        items = items.drop(columns=[gold] if gold != gold_col else [])
-        items[gold_col] = g.to_numpy()
-
+    items, notes = _gold(items, df, gold, gold_col, opts, need)
     first = [c for c in ("item_id", "text", gold_col, "choices") if c in items.columns]
     items = items[first + [c for c in items.columns if c not in first]]
     ann = _answers(df, ids, answers, answers_file)
@@ -185,6 +141,91 @@ def init_folder(
     from quorum.data.io import load_folder
 
     return load_folder(folder)
+
+
+def _read_rows(src: Path) -> tuple[pd.DataFrame, Callable[[str, str], str]]:
+    """The source table (string column names) and ``need(col, what)``: the column, or a
+    one-line error naming the file and its columns."""
+    df = read_source(src)
+    where = str(src)
+    if df.empty:
+        raise DataValidationError(f"{where}: no rows")
+    cols = [str(c) for c in df.columns]
+    df.columns = cols
+
+    def need(col: str, what: str) -> str:
+        if col not in cols:
+            raise DataValidationError(f"{where}: {what} column {col!r} not found; columns: {cols}")
+        return col
+
+    return df, need
+
+
+def _item_ids(
+    df: pd.DataFrame, id_column: str | None, answers: Sequence[str], need, where: str
+) -> tuple[pd.DataFrame, pd.Series]:
+    """The item rows (answer columns dropped) with ``item_id`` first, and the ids."""
+    for c in answers:
+        need(c, "answer")
+    used = set(answers)
+    items = df.drop(columns=list(answers))
+    id_col = id_column or ("item_id" if "item_id" in df.columns else None)
+    if id_col is not None:
+        need(id_col, "id")
+        ids = df[id_col].astype(str).str.strip()
+    else:
+        ids = pd.Series([str(i) for i in range(len(df))])
+    if "item_id" in used:
+        raise DataValidationError(f"{where}: 'item_id' cannot be an answer column")
+    items = items.drop(columns=[id_col] if id_col else [])
+    items.insert(0, "item_id", ids.to_numpy())
+    return items, ids
+
+
+def _item_text(
+    items: pd.DataFrame,
+    df: pd.DataFrame,
+    ttype: TaskType,
+    text: Sequence[str],
+    template: str | None,
+    opts: pd.Series | None,
+    need,
+) -> tuple[pd.DataFrame, str | None]:
+    """The items' ``text`` column, or the ``text_template`` over several columns."""
+    if template is not None or len(text) > 1:
+        text_template = template or "\n".join(f"{c}: {{{c}}}" for c in text)
+        if "text" in items.columns:
+            items = items.rename(columns={"text": "text_column"})
+            text_template = text_template.replace("{text}", "{text_column}")
+        return items, text_template
+    col = need(text[0], "text")
+    body = df[col].astype(str)
+    if ttype is TaskType.multiple_choice and opts is not None:
+        body = mc_text(body, opts)
+    items = items.drop(columns=[col] if col != "text" else [])
+    items["text"] = body.to_numpy()
+    return items, None
+
+
+def _gold(
+    items: pd.DataFrame,
+    df: pd.DataFrame,
+    gold: str | None,
+    gold_col: str,
+    opts: pd.Series | None,
+    need,
+) -> tuple[pd.DataFrame, list[str]]:
+    """The gold (or reference) column as ``gold_col``, option indices turned into letters."""
+    notes: list[str] = []
+    if gold is not None:
+        g = df[need(gold, "gold")]
+        if opts is not None:
+            g, converted = _gold_letters(g, opts)
+            if converted:
+                notes.append(f"gold {gold!r} given as 0-based option indices: written as letters")
+        items = items.drop(columns=[gold] if gold != gold_col else [])
+        items[gold_col] = g.to_numpy()
+    return items, notes
 
 
 def _choices(df: pd.DataFrame, choices: Sequence[str], need) -> pd.Series:

@@ -82,31 +82,11 @@ def load_folder(path: str | Path) -> Dataset:
     assert task_file is not None and items_file is not None
 
     task_data, extras = split_folder_keys(_read_task_data(task_file))
-    dtypes: dict[str, dict[str, str]] = {}
-    dtypes_file = folder / DTYPES_FILE
-    if dtypes_file.is_file():
-        try:
-            dtypes = json.loads(_read_text(dtypes_file))
-        except json.JSONDecodeError as exc:
-            raise DataValidationError(f"{dtypes_file}: malformed JSON: {exc}") from exc
-    items = _read_table(items_file, dtypes=dtypes.get("items"))
-    if len(items) == 0:
-        raise DataValidationError(f"{items_file}: no items (the file has no data rows)")
-    if ann_file is None:
-        annotations = pd.DataFrame({c: pd.Series(dtype="str") for c in ANNOTATION_REQUIRED})
-    else:
-        annotations = _read_table(ann_file, allow_empty=True, dtypes=dtypes.get("annotations"))
-        if len(annotations.columns) == 0:
-            annotations = pd.DataFrame({c: pd.Series(dtype="str") for c in ANNOTATION_REQUIRED})
-    items = _decode_choices(items, items_file)
-
+    items, annotations = _read_frames(folder, items_file, ann_file)
     meta: dict[str, Any] = {}
     meta_file = folder / META_FILE
     if meta_file.is_file():
-        try:
-            meta = json.loads(_read_text(meta_file))
-        except json.JSONDecodeError as exc:
-            raise DataValidationError(f"{meta_file}: malformed JSON: {exc}") from exc
+        meta = _read_json(meta_file)
         if not isinstance(meta, dict):
             raise DataValidationError(f"{meta_file}: expected a JSON object, got {type(meta)}")
 
@@ -118,25 +98,68 @@ def load_folder(path: str | Path) -> Dataset:
         return panel_file if msg.startswith("panel") else items_file
 
     try:
-        if "text_template" in extras:
-            items = apply_text_template(items, extras["text_template"])
-            meta["text_template"] = extras["text_template"]
-        task_data, declared = declare_from_annotations(task_data, annotations)
-        task_data, unpriced = placeholder_prices(task_data)
-        task = _validate_task(task_data, task_file)
-        dropped, examples = {}, {}
-        if "output" in annotations.columns:
-            annotations, dropped, examples = drop_unusable(
-                annotations, task.labels if task.type.has_labels else None
-            )
-        ds = Dataset(task, items, annotations, source=str(folder), meta=meta)
-        record_drops(ds, dropped, examples)
-        fill_defaults(ds, unpriced, panel, declared)
+        return _assemble(folder, task_file, task_data, extras, items, annotations, meta, panel)
     except DataValidationError as exc:
         msg = str(exc)
         if msg.startswith(str(task_file)):
             raise
         raise DataValidationError(f"{where(msg)}: {msg}") from exc
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(_read_text(path))
+    except json.JSONDecodeError as exc:
+        raise DataValidationError(f"{path}: malformed JSON: {exc}") from exc
+
+
+def _read_frames(
+    folder: Path, items_file: Path, ann_file: Path | None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The items (choices decoded) and the answers (an empty table without a file), with
+    the column types of ``dtypes.json`` where the folder has one."""
+    dtypes: dict[str, dict[str, str]] = {}
+    dtypes_file = folder / DTYPES_FILE
+    if dtypes_file.is_file():
+        dtypes = _read_json(dtypes_file)
+    items = _read_table(items_file, dtypes=dtypes.get("items"))
+    if len(items) == 0:
+        raise DataValidationError(f"{items_file}: no items (the file has no data rows)")
+    if ann_file is None:
+        annotations = pd.DataFrame({c: pd.Series(dtype="str") for c in ANNOTATION_REQUIRED})
+    else:
+        annotations = _read_table(ann_file, allow_empty=True, dtypes=dtypes.get("annotations"))
+        if len(annotations.columns) == 0:
+            annotations = pd.DataFrame({c: pd.Series(dtype="str") for c in ANNOTATION_REQUIRED})
+    return _decode_choices(items, items_file), annotations
+
+
+def _assemble(
+    folder: Path,
+    task_file: Path,
+    task_data: dict[str, Any],
+    extras: dict[str, Any],
+    items: pd.DataFrame,
+    annotations: pd.DataFrame,
+    meta: dict[str, Any],
+    panel: list[str] | None,
+) -> Dataset:
+    """The dataset: text template applied, annotators declared and priced (defaults where
+    the task leaves them out), unusable answers dropped and counted."""
+    if "text_template" in extras:
+        items = apply_text_template(items, extras["text_template"])
+        meta["text_template"] = extras["text_template"]
+    task_data, declared = declare_from_annotations(task_data, annotations)
+    task_data, unpriced = placeholder_prices(task_data)
+    task = _validate_task(task_data, task_file)
+    dropped, examples = {}, {}
+    if "output" in annotations.columns:
+        annotations, dropped, examples = drop_unusable(
+            annotations, task.labels if task.type.has_labels else None
+        )
+    ds = Dataset(task, items, annotations, source=str(folder), meta=meta)
+    record_drops(ds, dropped, examples)
+    fill_defaults(ds, unpriced, panel, declared)
     return ds
 
 

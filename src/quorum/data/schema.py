@@ -208,6 +208,14 @@ def validate_frames(
     Raises :class:`DataValidationError` with a message naming the problem and a few
     offending rows.
     """
+    labels = set(task.labels or [])
+    items = _valid_items(task, items, labels)
+    ann = _valid_annotations(task, annotations, set(items["item_id"]), labels)
+    return items.reset_index(drop=True), ann
+
+
+def _valid_items(task: TaskSpec, items: pd.DataFrame, labels: set[str]) -> pd.DataFrame:
+    """The items checked (columns, unique ids, texts, gold in the label set), normalised."""
     miss = _missing(items, ITEM_REQUIRED)
     if miss:
         raise DataValidationError(
@@ -227,7 +235,6 @@ def validate_frames(
             f"items: {len(empty)} empty text(s), e.g. item_id {list(empty)[:5]}"
         )
     items["text"] = text.astype(str)
-    labels = set(task.labels or [])
     if "gold" in items.columns:
         g = items["gold"]
         items["gold"] = g.where(g.isna(), _label_strs(g))
@@ -238,7 +245,14 @@ def validate_frames(
                     f"items: {len(bad)} gold label(s) outside the label set {sorted(labels)}, "
                     f"e.g. {bad[['item_id', 'gold']].head(3).to_dict('records')}"
                 )
+    return items
 
+
+def _valid_annotations(
+    task: TaskSpec, annotations: pd.DataFrame, item_ids: set[str], labels: set[str]
+) -> pd.DataFrame:
+    """The answers checked (columns, known items and annotators, labels, one per pair,
+    confidence in [0, 1]); missing outputs dropped."""
     miss = _missing(annotations, ANNOTATION_REQUIRED)
     if miss:
         raise DataValidationError(
@@ -248,7 +262,7 @@ def validate_frames(
     ann = annotations.copy()
     ann["item_id"] = ann["item_id"].astype(str)
     ann["annotator"] = ann["annotator"].astype(str)
-    unknown = ann.loc[~ann["item_id"].isin(set(items["item_id"]))]
+    unknown = ann.loc[~ann["item_id"].isin(item_ids)]
     if len(unknown):
         raise DataValidationError(
             f"annotations: {len(unknown)} annotation(s) for unknown item_id(s), "
@@ -282,7 +296,7 @@ def validate_frames(
         if ((c < 0) | (c > 1)).any():
             raise DataValidationError("annotations: confidence must lie in [0, 1]")
         ann["confidence"] = c
-    return items.reset_index(drop=True), ann
+    return ann
 
 
 def drop_unusable(

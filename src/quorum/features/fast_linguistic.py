@@ -171,26 +171,15 @@ def fit_sample(
     return known, tagger
 
 
-def _light_group(
-    texts: list[str],
-    language: str,
+def _pos_ids(
     arrays: list[np.ndarray],
+    lengths: np.ndarray,
     known: dict[int, np.ndarray],
     tagger: HashedTagger | None,
-    progress: Progress | None,
-) -> np.ndarray:
-    """The six features of one language's texts from their token arrays; POS ids from
-    ``known`` (index -> ids) where given, else from ``tagger``."""
-    from spacy.parts_of_speech import IDS
-
-    nlp = spacy_pipeline(language)
-    n = len(texts)
-    out = np.zeros((n, len(LINGUISTIC_FEATURES)), dtype=np.float64)
-    lengths = np.array([len(a) for a in arrays], dtype=np.int64)
-    if lengths.sum() == 0:
-        if progress is not None:
-            progress(n)
-        return out
+    language: str,
+) -> list[np.ndarray | None]:
+    """Per text its POS ids: from ``known`` where given, else guessed by ``tagger``."""
+    n = len(arrays)
     pos: list[np.ndarray | None] = [known.get(i) for i in range(n)]
     rest = [i for i in range(n) if pos[i] is None and lengths[i]]
     if rest:
@@ -199,12 +188,13 @@ def _light_group(
         guessed = tagger.predict_many([arrays[i] for i in rest])
         for i, p in zip(rest, guessed, strict=True):
             pos[i] = p
+    return pos
 
-    # every token of every text at once; ``doc`` is the text each token belongs to
-    tok = np.concatenate(arrays)
-    doc = np.repeat(np.arange(n), lengths)
-    tags = np.concatenate([p if p is not None else np.zeros(0, np.uint64) for p in pos])
-    strings = nlp.vocab.strings
+
+def _word_counts(
+    strings: Any, tok: np.ndarray, doc: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per text: words, their characters, and distinct lower-cased words."""
     uniq, inv = np.unique(tok[:, ORTH], return_inverse=True)
     is_word = np.array([bool(_HAS_WORD.search(strings[int(o)])) for o in uniq], dtype=bool)
     words = is_word[inv.reshape(-1)]
@@ -217,12 +207,49 @@ def _light_group(
     first = np.ones(len(wd), dtype=bool)
     first[1:] = (wd[1:] != wd[:-1]) | (wl[1:] != wl[:-1])
     types = np.bincount(wd[first], minlength=n)
+    return n_words, chars, types
+
+
+def _pos_counts(
+    tags: np.ndarray, doc: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per text: content words, nouns (and proper nouns), verbs."""
+    from spacy.parts_of_speech import IDS
+
     content = _lookup(_table([IDS[p] for p in _CONTENT_POS]), tags)
     noun = _lookup(_table([IDS["NOUN"], IDS["PROPN"]]), tags)
     verb = _lookup(_table([IDS["VERB"]]), tags)
     n_content = np.bincount(doc, weights=content, minlength=n)
     n_noun = np.bincount(doc, weights=noun, minlength=n)
     n_verb = np.bincount(doc, weights=verb, minlength=n)
+    return n_content, n_noun, n_verb
+
+
+def _light_group(
+    texts: list[str],
+    language: str,
+    arrays: list[np.ndarray],
+    known: dict[int, np.ndarray],
+    tagger: HashedTagger | None,
+    progress: Progress | None,
+) -> np.ndarray:
+    """The six features of one language's texts from their token arrays; POS ids from
+    ``known`` (index -> ids) where given, else from ``tagger``."""
+    nlp = spacy_pipeline(language)
+    n = len(texts)
+    out = np.zeros((n, len(LINGUISTIC_FEATURES)), dtype=np.float64)
+    lengths = np.array([len(a) for a in arrays], dtype=np.int64)
+    if lengths.sum() == 0:
+        if progress is not None:
+            progress(n)
+        return out
+    pos = _pos_ids(arrays, lengths, known, tagger, language)
+    # every token of every text at once; ``doc`` is the text each token belongs to
+    tok = np.concatenate(arrays)
+    doc = np.repeat(np.arange(n), lengths)
+    tags = np.concatenate([p if p is not None else np.zeros(0, np.uint64) for p in pos])
+    n_words, chars, types = _word_counts(nlp.vocab.strings, tok, doc, n)
+    n_content, n_noun, n_verb = _pos_counts(tags, doc, n)
 
     for i in range(n):
         if progress is not None:

@@ -185,6 +185,59 @@ class FeatureExtractor:
             raise ValueError(f"got {len(langs)} languages for {len(texts)} texts")
         return langs
 
+    def _compute(
+        self,
+        texts: list[str],
+        langs: list[str],
+        prof: Any,
+        ling_fn: Any,
+        timings: dict[str, Any],
+    ) -> dict[str, np.ndarray]:
+        """Linguistic features, embeddings and the kNN search (seconds into ``timings``)."""
+        lang_arg = langs if langs else "en"
+        if resolve_engine(self.engine) == "ray":
+            ling, emb = self._on_ray(texts, langs, lang_arg, prof, ling_fn, timings)
+        else:
+            show = {"enabled": self.show_progress, "transient": True}
+            t = time.perf_counter()
+            with ProgressBar(len(texts), "linguistic features", **show) as bar:
+                ling = ling_fn(texts, langs, self.batch_size, _callback(bar), self.n_process)
+            timings["linguistic"] = time.perf_counter() - t
+            t = time.perf_counter()
+            embedder = self._embedder(prof, lang_arg)
+            with ProgressBar(len(texts), f"embedding ({embedder.name})", **show) as bar:
+                emb = embedder.encode(texts, batch_size=self.batch_size, progress=_callback(bar))
+            timings["embedding"] = time.perf_counter() - t
+        t = time.perf_counter()
+        dist, nbr = knn_search(emb, self.k, self.n_threads)
+        timings["knn"] = time.perf_counter() - t
+        return {"embeddings": emb, "linguistic": ling, "distances": dist, "neighbours": nbr}
+
+    def _load_or_compute(
+        self,
+        texts: list[str],
+        langs: list[str],
+        prof: Any,
+        model: str,
+        ling_fn: Any,
+        lang_label: str,
+        compute: Callable[[], dict[str, np.ndarray]],
+    ) -> tuple[dict[str, np.ndarray], bool]:
+        """The disk cache's arrays for these texts, or ``compute``'s (then stored)."""
+        # the default profile keeps its historical key (model name only)
+        key_model = model if not prof.light else f"{model}|{ling_fn.spec()}"
+        meta = {
+            "version": PIPELINE_VERSION,
+            "model": model,
+            "profile": prof.name,
+            "k": self.k,
+            "language": lang_label,
+            "n": len(texts),
+        }
+        key = cache_key(texts, model=key_model, language=langs, k=self.k)
+        # computed once across processes: a second one waits for the first one's file
+        return FeatureCache(self.cache_dir).load_or_compute(key, len(texts), compute, meta)
+
     # -- main entry points ---------------------------------------------------
     def fit_transform(
         self, texts: Sequence[str], language: str | Sequence[str] | None = None
@@ -200,45 +253,14 @@ class FeatureExtractor:
         prof = resolve_profile(self.profile)
         model = profile_embedder_name(prof, langs if langs else "en")
         ling_fn = self._linguistic(prof.light)
-        # the default profile keeps its historical key (model name only)
-        key_model = model if not prof.light else f"{model}|{ling_fn.spec()}"
         timings: dict[str, Any] = dict.fromkeys(("linguistic", "embedding", "knn"), 0.0)
 
         def compute() -> dict[str, np.ndarray]:
-            lang_arg = langs if langs else "en"
-            if resolve_engine(self.engine) == "ray":
-                ling, emb = self._on_ray(texts, langs, lang_arg, prof, ling_fn, timings)
-            else:
-                show = {"enabled": self.show_progress, "transient": True}
-                t = time.perf_counter()
-                with ProgressBar(len(texts), "linguistic features", **show) as bar:
-                    ling = ling_fn(texts, langs, self.batch_size, _callback(bar), self.n_process)
-                timings["linguistic"] = time.perf_counter() - t
-                t = time.perf_counter()
-                embedder = self._embedder(prof, lang_arg)
-                with ProgressBar(len(texts), f"embedding ({embedder.name})", **show) as bar:
-                    emb = embedder.encode(
-                        texts, batch_size=self.batch_size, progress=_callback(bar)
-                    )
-                timings["embedding"] = time.perf_counter() - t
-            t = time.perf_counter()
-            dist, nbr = knn_search(emb, self.k, self.n_threads)
-            timings["knn"] = time.perf_counter() - t
-            return {"embeddings": emb, "linguistic": ling, "distances": dist, "neighbours": nbr}
+            return self._compute(texts, langs, prof, ling_fn, timings)
 
         if self.cache:
-            meta = {
-                "version": PIPELINE_VERSION,
-                "model": model,
-                "profile": prof.name,
-                "k": self.k,
-                "language": lang_label,
-                "n": len(texts),
-            }
-            key = cache_key(texts, model=key_model, language=langs, k=self.k)
-            # computed once across processes: a second one waits for the first one's file
-            got, cached = FeatureCache(self.cache_dir).load_or_compute(
-                key, len(texts), compute, meta
+            got, cached = self._load_or_compute(
+                texts, langs, prof, model, ling_fn, lang_label, compute
             )
         else:
             got, cached = compute(), False

@@ -172,6 +172,44 @@ def rank_prices(
     return prices, panel
 
 
+def _with_answers(
+    kinds: Mapping[str, str],
+    coverage: Mapping[str, float],
+    counts: pd.Series,
+    n: int,
+    notes: list[str],
+) -> tuple[dict[str, str], dict[str, int]]:
+    """The annotators with at least one usable answer, and per annotator how many items it
+    has no usable answer for; ``notes`` gets the left-out and the sparse ones."""
+    absent = [a for a in kinds if coverage.get(a, 0.0) == 0.0]
+    if absent:
+        notes.append(f"no recorded answers (left out): {', '.join(absent)}")
+    kept = {a: k for a, k in kinds.items() if a not in absent}
+    # no usable answer = empty, unparseable or outside the label set, or not in the file
+    unparseable = {a: int(n - counts.get(a, 0)) for a in kept}
+    for a in kept:
+        if coverage.get(a, 0.0) < PANEL_MIN_COVERAGE:
+            notes.append(f"{a} has answers for only {int(counts.get(a, 0))} of {n} items")
+    return kept, unparseable
+
+
+def _prices_and_panel(
+    kinds: Mapping[str, str],
+    scores: Mapping[str, float],
+    coverage: Mapping[str, float],
+    prices: Mapping[str, float] | None,
+    panel: list[str] | None,
+) -> tuple[Mapping[str, float], list[str]]:
+    """The given prices, else :func:`rank_prices` for machines and ``HUMAN_PRICE`` for
+    people (and the rule's panel where none is given)."""
+    machines = [a for a, k in kinds.items() if k != "human"]
+    if prices is None:
+        auto_prices, auto_panel = rank_prices(machines, scores, coverage)
+        prices = {**auto_prices, **{a: HUMAN_PRICE for a, k in kinds.items() if k == "human"}}
+        panel = auto_panel if panel is None else panel
+    return prices, [] if panel is None else list(panel)
+
+
 def finalize(
     name: str,
     task_type: TaskType,
@@ -199,6 +237,9 @@ def finalize(
     kept or dropped by :func:`quorum.data.schema.drop_unusable` (``meta["dropped"]``
     counts answers outside the label set). No items at all is an error that names the
     source files and ``empty_reason`` (which rows were looked for).
+
+    Above 60 lines because of its signature (the task's fields, 17 keyword arguments); the
+    body is the named steps (:func:`_with_answers`, :func:`_prices_and_panel`) and the spec.
     """
     notes = list(notes or [])
     n = len(items)
@@ -212,22 +253,8 @@ def finalize(
     counts = ann["annotator"].value_counts()
 
     scores, coverage = annotator_scores(task_type, items, ann)
-    absent = [a for a in kinds if coverage.get(a, 0.0) == 0.0]
-    if absent:
-        notes.append(f"no recorded answers (left out): {', '.join(absent)}")
-    kinds = {a: k for a, k in kinds.items() if a not in absent}
-    # no usable answer = empty, unparseable or outside the label set, or not in the file
-    unparseable = {a: int(n - counts.get(a, 0)) for a in kinds}
-    for a in kinds:
-        if coverage.get(a, 0.0) < PANEL_MIN_COVERAGE:
-            notes.append(f"{a} has answers for only {int(counts.get(a, 0))} of {n} items")
-
-    machines = [a for a, k in kinds.items() if k != "human"]
-    if prices is None:
-        auto_prices, auto_panel = rank_prices(machines, scores, coverage)
-        prices = {**auto_prices, **{a: HUMAN_PRICE for a, k in kinds.items() if k == "human"}}
-        panel = auto_panel if panel is None else panel
-    panel = [] if panel is None else list(panel)
+    kinds, unparseable = _with_answers(kinds, coverage, counts, n, notes)
+    prices, panel = _prices_and_panel(kinds, scores, coverage, prices, panel)
     if reference_llm is None and panel:
         reference_llm = panel[0]
 

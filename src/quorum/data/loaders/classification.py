@@ -91,6 +91,28 @@ def css_tasks(root: Path) -> list[str]:
     return sorted(pd.read_csv(path, usecols=["task"], dtype=str)["task"].unique())
 
 
+def _css_labels(
+    df: pd.DataFrame, gold: pd.Series, preds: dict[str, pd.Series], options: dict[str, str]
+) -> tuple[list[str], dict[str, str] | None, list[str]]:
+    """The label set (the prompt's options in order, then gold labels the prompt does not
+    offer), their names, and a note per such gold label."""
+    seen = set(gold) | {v for s in preds.values() for v in s.dropna().unique()}
+    labels = list(options) or sorted(seen)
+    extra = sorted(set(gold) - set(labels))
+    labels += extra
+    label_names = dict(options) if options else None
+    notes = []
+    for lab in extra:
+        raw = df.loc[gold == lab, "gold_raw"].unique()
+        if label_names is not None and len(raw) == 1:
+            label_names[lab] = str(raw[0])
+        notes.append(
+            f"gold label {lab!r} ({', '.join(map(str, raw))}) on {int((gold == lab).sum())} of "
+            f"{len(df)} items is not an option in the prompt: no model can output it"
+        )
+    return labels, label_names, notes
+
+
 def load_llms_for_css(root: Path, sub: str | None, name: str) -> Dataset:
     """One task of Ziems et al. 2023 (LLMs for CSS) with 13 LLMs' zero-shot labels."""
     path = source_file(root, CSS_FILE, name)
@@ -108,21 +130,7 @@ def load_llms_for_css(root: Path, sub: str | None, name: str) -> Dataset:
     gold = df["gold"].str.strip()
     models = [c.removeprefix("pred_") for c in df if c.startswith("pred_")]
     preds = {m: blank_to_na(df[f"pred_{m}"]) for m in models}
-    # label set: the prompt's options in order, then gold labels the prompt does not offer
-    seen = set(gold) | {v for s in preds.values() for v in s.dropna().unique()}
-    labels = list(options) or sorted(seen)
-    extra = sorted(set(gold) - set(labels))
-    labels += extra
-    label_names = dict(options) if options else None
-    notes = []
-    for lab in extra:
-        raw = df.loc[gold == lab, "gold_raw"].unique()
-        if label_names is not None and len(raw) == 1:
-            label_names[lab] = str(raw[0])
-        notes.append(
-            f"gold label {lab!r} ({', '.join(map(str, raw))}) on {int((gold == lab).sum())} of "
-            f"{len(df)} items is not an option in the prompt: no model can output it"
-        )
+    labels, label_names, notes = _css_labels(df, gold, preds, options)
     prompts = df["prompt"].unique()
     items = pd.DataFrame(
         {
