@@ -13,15 +13,14 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from quorum.cache import FileCache, content_key
 from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, Dataset, TaskSpec, TaskType
 from quorum.errors import DataValidationError, UnsupportedTaskError
+from quorum.features.summary_embeddings import SummaryEmbeddings
 from quorum.methods import make_router
 from quorum.metrics import accuracy, machine_cumulative_accuracy, rouge1
 from quorum.routing.base import Router, RoutingProblem, RoutingResult
@@ -122,92 +121,11 @@ def prepare(
     secs = time.perf_counter() - t0
     embed_fn = None
     if task.type is TaskType.summarization:
-        embed_fn = _fixed_embeddings(ds)
+        embed_fn = SummaryEmbeddings(ds)
     src = RecordedSource(ds, embed_fn=embed_fn)
     names = list(getattr(features, "names", None) or []) or None
     raw = getattr(features, "raw", None)
     return Prepared(ds, task, features.phi, features.embeddings, src, secs, names, raw)
-
-
-def _fixed_embeddings(ds: Dataset) -> SummaryEmbeddings:
-    """Embeddings of the recorded summaries and references (see :class:`SummaryEmbeddings`)."""
-    return SummaryEmbeddings(ds)
-
-
-#: bump when the cached summary embeddings would change (model, order, dtype)
-SUMMARY_CACHE_VERSION = "quorum-summary-embeddings/1"
-
-
-class SummaryEmbeddings:
-    """Embed every recorded output and reference once, in one fixed order (sorted).
-
-    A text's embedding then does not depend on which other texts shared its batch, so
-    summary runs give the same numbers in any process and in any order of runs. The
-    table is cached on disk by content (``<cache dir>/summary-embeddings/<sha256>.npy``,
-    the hash of the model name and the sorted texts), so only the first process pays for
-    it, and it is built on first use (a caller that never asks, e.g. a bench worker with
-    its own store, never pays); :func:`simulate_once` builds it before its timer.
-    """
-
-    def __init__(self, ds: Dataset) -> None:
-        from quorum.models.embedders import embedder_name
-
-        self.language = ds.task.language
-        texts = set(ds.annotations["output"].dropna().astype(str))
-        if "reference" in ds.items.columns:
-            texts |= set(ds.items["reference"].dropna().astype(str))
-        self.ordered = sorted(texts)
-        self.model = embedder_name(self.language)
-        self.table: dict[str, np.ndarray] | None = None
-
-    def _key(self) -> str:
-        return content_key(
-            [SUMMARY_CACHE_VERSION, self.model, str(len(self.ordered)), *self.ordered]
-        )
-
-    def cache_path(self) -> Path:
-        return _SUMMARY_CACHE().path(self._key())
-
-    def load(self) -> None:
-        """Build the table: read it from the disk cache, else encode and write it."""
-        if self.table is not None:
-            return
-
-        def encode() -> np.ndarray:
-            from quorum.models.embedders import get_embedder
-
-            return np.asarray(get_embedder(self.language).encode(self.ordered))
-
-        vecs, _ = _SUMMARY_CACHE().read_or_make(  # encoded once across processes
-            self._key(),
-            self._read,
-            encode,
-            lambda f, v: np.save(f, v, allow_pickle=False),
-            errors="warn",
-        )
-        self.table = dict(zip(self.ordered, vecs, strict=True))
-
-    def _read(self, path: Path) -> np.ndarray:
-        vecs = np.load(path, allow_pickle=False)
-        if vecs.ndim != 2 or len(vecs) != len(self.ordered):
-            raise ValueError(f"shape {vecs.shape} for {len(self.ordered)} texts")
-        return vecs
-
-    def __call__(self, batch: list[str]) -> np.ndarray:
-        self.load()
-        assert self.table is not None
-        missing = [t for t in batch if t not in self.table]
-        if missing:  # texts not recorded (should not happen in replay): embed one by one
-            from quorum.models.embedders import get_embedder
-
-            embedder = get_embedder(self.language)
-            for t in missing:
-                self.table[t] = np.asarray(embedder.encode([t]))[0]
-        return np.stack([self.table[t] for t in batch])
-
-
-def _SUMMARY_CACHE() -> FileCache:
-    return FileCache.under("summary-embeddings", ".npy", what="summary embedding")
 
 
 def check_fraction(setting: str, fraction: float) -> None:
