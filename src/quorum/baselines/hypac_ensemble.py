@@ -54,6 +54,7 @@ from quorum.baselines.pac_rules import finite_or_none, pac_draws, pac_threshold,
 from quorum.routing.base import RoutingProblem
 from quorum.routing.recorder import CallRecorder
 from quorum.routing.run_core import RunCore
+from quorum.routing.trace import DecisionTrace
 
 
 @dataclass
@@ -171,17 +172,7 @@ class HyPACEnsembleRouter(ConfidenceBaseline):
             o = rec.outputs(ids[t]).get(strong)
             if o is not None:
                 outputs[ids[t]] = o
-        keep = "keep" if self.llm_label == "labeller" else "majority"  # the LLM label kept
-        arm = np.full(T, plan.labeller, dtype=object)
-        mode = np.full(T, keep, dtype=object)
-        mode[~open_] = "unknown"  # no label of the labeller to route on
-        arm[to_s], mode[to_s] = strong, "tier"
-        arm[to_h], mode[to_h] = run.human, "escalate"
-        phase = np.full(T, "route", dtype=object)
-        arm[cal.items], mode[cal.items], phase[cal.items] = run.human, "calibration", "calibration"
-        rest = np.flatnonzero(~open_ & ~is_cal)
-        rows = np.concatenate([np.asarray(cal.items, dtype=int), by_u, rest]).astype(int)
-        trace = item_trace(run, rows, arm, mode, phase, uncertainty=sig.uncertainty)
+        trace = self._trace(run, plan.labeller, strong, cal.items, by_u, to_h, to_s, open_, sig)
         info = plan_info(plan, sig)
         info.update(
             {
@@ -201,6 +192,35 @@ class HyPACEnsembleRouter(ConfidenceBaseline):
             }
         )
         return Routed(label_frame(ids, rec, outputs), info, trace)
+
+    def _trace(
+        self,
+        run: RunCore,
+        labeller: str,
+        strong: str | None,
+        cal_items: list[int],
+        by_u: list[int],
+        to_h: list[int],
+        to_s: list[int],
+        open_: np.ndarray,
+        sig: Signals,
+    ) -> DecisionTrace:
+        """One trace row per item, in the order decided: calibration, then by uncertainty,
+        then the items without a label of the labeller (mode ``unknown``)."""
+        T = run.T
+        keep = "keep" if self.llm_label == "labeller" else "majority"  # the LLM label kept
+        arm = np.full(T, labeller, dtype=object)
+        mode = np.full(T, keep, dtype=object)
+        mode[~open_] = "unknown"  # no label of the labeller to route on
+        arm[to_s], mode[to_s] = strong, "tier"
+        arm[to_h], mode[to_h] = run.human, "escalate"
+        phase = np.full(T, "route", dtype=object)
+        arm[cal_items], mode[cal_items], phase[cal_items] = run.human, "calibration", "calibration"
+        is_cal = np.zeros(T, dtype=bool)
+        is_cal[cal_items] = True
+        rest = np.flatnonzero(~open_ & ~is_cal)
+        rows = np.concatenate([np.asarray(cal_items, dtype=int), by_u, rest]).astype(int)
+        return item_trace(run, rows, arm, mode, phase, uncertainty=sig.uncertainty)
 
     def _calibrate(
         self,
