@@ -24,7 +24,7 @@ TEST_LOCAL = {
     "live_servers",
 }
 #: optional extras of the package itself (imported lazily by the features they enable)
-FEATURE_EXTRAS = ("fast", "ray")
+FEATURE_EXTRAS = ("fast", "ray", "onnx")
 
 
 def _requirements(group: str | None = None) -> dict[str, Requirement]:
@@ -110,7 +110,7 @@ def _pins(*files: str) -> dict[str, str]:
     return pins
 
 
-@pytest.mark.parametrize("group", [None, "test", "dev", "perf"])
+@pytest.mark.parametrize("group", [None, "test", "dev", "perf", "onnx"])
 def test_every_declared_requirement_is_pinned_in_a_lock_that_satisfies_it(group):
     pins = _pins("requirements.lock", "requirements-test.lock")
     for name, req in _requirements(group).items():

@@ -26,7 +26,6 @@ from quorum.features.linguistic import (
 )
 from quorum.features.neighbours import knn_query, knn_search
 from quorum.features.profiles import profile_embedder, profile_embedder_name, resolve_profile
-from quorum.models.embedders import get_embedder
 from quorum.progress import ProgressBar
 
 if TYPE_CHECKING:
@@ -138,7 +137,7 @@ class FeatureExtractor:
         self.ray_address = ray_address
 
     def _embedder(self, prof: Any, language: Any) -> Any:
-        return profile_embedder(prof, language) if prof.static else get_embedder(language)
+        return profile_embedder(prof, language)
 
     def _on_ray(
         self,
@@ -326,7 +325,7 @@ class FeatureExtractor:
         # same space as the fitted items
         lang_arg = self.language_ or "en"
         prof = self.profile_
-        embedder = profile_embedder(prof, lang_arg) if prof.static else get_embedder(lang_arg)
+        embedder = profile_embedder(prof, lang_arg)
         emb = embedder.encode(texts, batch_size=self.batch_size)
         timings["embedding"] = time.perf_counter() - t
         t = time.perf_counter()

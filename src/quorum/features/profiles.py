@@ -6,6 +6,7 @@ profile    embeddings (English)                        linguistic features
 default    all-MiniLM-L6-v2 (sentence-transformers)    spaCy tokeniser + tagger on every text
 static     static model distilled from that MiniLM     as default
 fast       static model distilled from that MiniLM     spaCy tokeniser + distilled tagger
+onnx       that MiniLM on ONNX Runtime (fp32)          as default
 =========  ==========================================  ========================================
 
 Non-English texts keep multilingual-e5-small in every profile (the static model is
@@ -24,22 +25,25 @@ from dataclasses import dataclass
 from quorum.models.embedders import Embedder, embedder_name, get_embedder
 
 ENV_VAR = "QUORUM_FEATURE_PROFILE"
-PROFILES: tuple[str, ...] = ("default", "static", "fast")
+PROFILES: tuple[str, ...] = ("default", "static", "fast", "onnx")
 
 
 @dataclass(frozen=True)
 class Profile:
-    """A feature profile: ``static`` embeddings for English? ``light`` linguistic pipeline?"""
+    """A feature profile: ``static`` embeddings for English? ``light`` linguistic pipeline?
+    ``onnx``: MiniLM on ONNX Runtime for English?"""
 
     name: str
     static: bool
     light: bool
+    onnx: bool = False
 
 
 _SPECS = {
     "default": Profile("default", static=False, light=False),
     "static": Profile("static", static=True, light=False),
     "fast": Profile("fast", static=True, light=True),
+    "onnx": Profile("onnx", static=False, light=False, onnx=True),
 }
 
 
@@ -58,6 +62,10 @@ def profile_embedder_name(profile: Profile, language: str | Iterable[str]) -> st
         from quorum.features.static import static_name
 
         return static_name()
+    if profile.onnx and base == embedder_name("en"):
+        from quorum.features.onnx_embedder import onnx_name
+
+        return onnx_name()
     return base
 
 
@@ -65,10 +73,21 @@ def profile_embedder(profile: Profile, language: str | Iterable[str]) -> Embedde
     """The embedder ``profile`` uses for ``language`` (loaded lazily, once per process)."""
     if profile.static and embedder_name(language) == embedder_name("en"):
         return _static()
+    if profile.onnx and embedder_name(language) == embedder_name("en"):
+        return _onnx()
     return get_embedder(language)
 
 
 _STATIC: list[Embedder] = []
+_ONNX: list[Embedder] = []
+
+
+def _onnx() -> Embedder:
+    if not _ONNX:
+        from quorum.features.onnx_embedder import OnnxMiniLMEmbedder
+
+        _ONNX.append(OnnxMiniLMEmbedder())
+    return _ONNX[0]
 
 
 def _static() -> Embedder:
