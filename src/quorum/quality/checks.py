@@ -18,7 +18,10 @@ unspent buys more. The sample is drawn with its own random stream
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -32,6 +35,21 @@ from quorum.routing.budget import Budget
 
 #: keys of a run's parameters that configure the checks (``quality_share=0.05``, ...)
 PARAM_PREFIX = "quality_"
+#: the run parameter that turns the checks on or off (``quality = false``)
+SWITCH = "quality"
+#: the routers whose replay runs buy the checks unless told not to (ours): QUORUM pays
+#: for its own estimate out of its budget, at equal spend; the paper's baselines (and
+#: the paper preset) run as the paper ran them, without checks (docs/quality.md)
+CHECKED_BY_DEFAULT = frozenset({"quorum"})
+
+
+def checks_by_default(method: str) -> bool:
+    """Whether a replay run of ``method`` (a registry name) buys the checks by default.
+
+    >>> checks_by_default("quorum"), checks_by_default("random"), checks_by_default("quorum-paper")
+    (True, False, False)
+    """
+    return method in CHECKED_BY_DEFAULT
 
 
 class QualityChecks:
@@ -76,16 +94,41 @@ class QualityChecks:
         self.stream = stream
 
     @classmethod
-    def split_params(cls, params: dict[str, Any] | None) -> tuple[QualityChecks | None, dict]:
-        """Checks configured by ``quality_*`` keys of a run's parameters (None: no key),
-        and the remaining parameters (the router's)."""
-        params = dict(params or {})
-        mine = {
-            k[len(PARAM_PREFIX) :]: params.pop(k)
-            for k in list(params)
-            if k.startswith(PARAM_PREFIX)
-        }
-        return (cls(**mine) if mine else None), params
+    def split_params(
+        cls, params: dict[str, Any] | None, default: bool = False
+    ) -> tuple[QualityChecks | None, dict]:
+        """Checks configured by a run's parameters, and the remaining ones (the router's).
+
+        ``quality`` (true / false) turns the checks on or off; ``quality_<name>`` keys set
+        a :class:`QualityChecks` parameter (and turn them on); neither: ``default`` (see
+        :func:`checks_by_default`). ``quality = false`` with ``quality_*`` keys is refused.
+        """
+        on, kw, rest = cls.read_params(params)
+        if on is False or not (on or kw or default):
+            return None, rest
+        return cls(**kw), rest
+
+    @classmethod
+    def read_params(cls, params: dict[str, Any] | None) -> tuple[bool | None, dict, dict]:
+        """``(quality, {name: value} of the quality_* keys, the router's parameters)``,
+        validated: ``quality`` a boolean or absent, every name a :class:`QualityChecks`
+        parameter, no ``quality_*`` key with ``quality = false``."""
+        rest = dict(params or {})
+        on = rest.pop(SWITCH, None)
+        if on is not None and not isinstance(on, bool):
+            raise ValueError(f"{SWITCH} must be true or false, got {on!r}")
+        kw = {k[len(PARAM_PREFIX) :]: rest.pop(k) for k in list(rest) if k.startswith(PARAM_PREFIX)}
+        known = _init_names(cls)
+        bad = sorted(set(kw) - known)
+        if bad:
+            raise ValueError(
+                f"unknown quality check parameter(s) {[PARAM_PREFIX + k for k in bad]}; "
+                f"known: {sorted(PARAM_PREFIX + k for k in known)}"
+            )
+        if on is False and kw:
+            drop = sorted(PARAM_PREFIX + k for k in kw)
+            raise ValueError(f"{SWITCH} = false turns the checks off: drop {drop}")
+        return on, kw, rest
 
     def n_checks(self, problem: RoutingProblem, budget: Budget, human_price: float) -> int:
         """How many checks this budget pays for (see the class docstring)."""
@@ -131,7 +174,7 @@ class QualityChecks:
             inner.charge(min(budget.spent, inner.remaining))
         return inner_problem, inner, n
 
-    def draw_order(self, machine_items: list[str], seed: int = 0) -> np.ndarray:
+    def draw_order(self, machine_items: Sequence[Any], seed: int = 0) -> np.ndarray:
         """Positions in ``machine_items`` (the machine-labelled items) in the order the
         checks are drawn: a random permutation from the checks' own stream."""
         rng = np.random.default_rng([self.stream, int(seed)])
@@ -148,42 +191,63 @@ class QualityChecks:
     ) -> tuple[RoutingResult, QualityEstimate]:
         """Buy up to ``n`` random checks after ``result`` and estimate its quality."""
         task = problem.task
-        human = task.human
-        c_h = source.price(human)
+        c_h = source.price(task.human)
         summaries = task.type is TaskType.summarization
         scorer = rouge1_scorer(task.language) if summaries else exact_match
-        llms = [a.name for a in sorted(task.llms, key=lambda a: -a.price)]
-        ann = result.annotations
-        ok = ann.loc[(ann["status"] == "ok") & ann["output"].notna()]
-        if "kind" in ok.columns:
-            ok = ok.loc[ok["kind"] != "confidence"]
-        by_item: dict[str, dict[str, str]] = {}
-        for i, a, o in zip(ok["item_id"], ok["annotator"], ok["output"], strict=True):
-            by_item.setdefault(str(i), {})[str(a)] = str(o)
+        by_item, human_out = _answers_by_item(result.annotations, task.human)
         labels = result.labels.reset_index(drop=True)
         items = labels["item_id"].astype(str).tolist()
         finals = [None if o is None or o != o else str(o) for o in labels["output"]]
-        human_out = {i: d.pop(human) for i, d in by_item.items() if human in d}
-        llm_answers = [by_item.get(i, {}) for i in items]
-
-        known_total, n_known, machine = 0.0, 0, []
-        for k, (i, y) in enumerate(zip(items, finals, strict=True)):
-            if i in human_out:
-                known_total += scorer(y, human_out[i]) if y is not None else 0.0
-                n_known += 1
-            elif y is None:
-                n_known += 1
-            else:
-                machine.append(k)
+        known_total, n_known, machine = _strata(items, finals, human_out, scorer)
+        llms = [a.name for a in sorted(task.llms, key=lambda a: -a.price)]
         model = CorrectnessModel(llms, summaries=summaries, scorer=scorer)
         trained = [i for i in items if i in human_out]
         model.fit([by_item.get(i, {}) for i in trained], [human_out[i] for i in trained])
-        f = model.predict([finals[k] for k in machine], [llm_answers[k] for k in machine])
+        f = model.predict(
+            [finals[k] for k in machine], [by_item.get(items[k], {}) for k in machine]
+        )
+        held = self._reserve(len(machine), n, result, budget, c_h, seed)
+        outs = source.annotate_many([(items[machine[p]], task.human) for p, _ in held])
+        bought = self._apply(held, outs, machine, items, finals, labels, task.human, scorer)
+        info = dict(result.info)
+        info["quality_checks"] = {
+            "item_id": [items[machine[p]] for p in bought.sample],
+            "score": bought.scores,
+            "predicted": [float(f[p]) for p in bought.sample],
+        }
+        info["quality_inputs"] = {
+            "known_total": known_total,
+            "n_items": len(items),
+            "n_known": n_known,
+            "predicted": f,
+            "sample": np.asarray(bought.sample, dtype=int),
+            "scores": np.asarray(bought.scores, dtype=np.float64),
+            "replaced": self.replace,
+            "check_cost": bought.spent,
+        }
+        est = estimate_from(info["quality_inputs"], self.confidence, self.interval)
+        info["quality"] = est.row()
+        info["quality_pending"] = bought.waiting  # live: checks still waiting for a person
+        info["quality_model"] = {"n_train": model.n_train_, "fitted": model.model_ is not None}
+        checked = dataclasses.replace(
+            result,
+            labels=bought.labels,
+            annotations=_with_calls(result.annotations, bought.rows),
+            budget_limit=budget.limit,  # the whole budget: the router's and the checks'
+            cost=result.cost + bought.spent,
+            human_labels=result.human_labels + len(bought.sample),
+            info=info,
+        )
+        return checked, est
 
-        # the simple random sample of the machine-labelled items, in the order drawn
-        order = self.draw_order([items[k] for k in machine], seed)
+    def _reserve(
+        self, n_machine: int, n: int, result: RoutingResult, budget: Budget, c_h: float, seed: int
+    ) -> list[tuple[int, Any]]:
+        """The simple random sample of the machine-labelled items in the order drawn (its
+        own stream), each with a reservation of c_H, as far as the room left affords."""
+        order = self.draw_order(range(n_machine), seed)
         if not self.use_leftover:
-            order = order[: min(n, len(machine))]
+            order = order[: min(n, n_machine)]
         room = Budget(
             limit=max(0.0, budget.limit - result.cost),
             human_limit=None
@@ -197,61 +261,101 @@ class QualityChecks:
             if not room.can_afford(c_h, human=True):
                 break
             held.append((int(pos), room.reserve(c_h, human=True)))
-        outs = source.annotate_many([(items[machine[p]], human) for p, _ in held])
-        rows, sample, scores, spent, waiting = [], [], [], 0.0, 0
-        new_labels = labels.copy()
+        return held
+
+    def _apply(
+        self,
+        held: list[tuple[int, Any]],
+        outs: list[Any],
+        machine: list[int],
+        items: list[str],
+        finals: list[str | None],
+        labels: pd.DataFrame,
+        human: str,
+        scorer: Any,
+    ) -> _Bought:
+        """Settle the checks' reservations, score the usable answers and (``replace``) make
+        them the checked items' final labels."""
+        bought = _Bought(labels.copy())
         for (pos, res), out in zip(held, outs, strict=True):
             k = machine[pos]
-            i = items[k]
             res.settle(out.cost, counted=out.ok)
-            spent += out.cost
-            waiting += out.status == "pending"
-            rows.append((i, human, out.output, out.status, out.cost, "quality_check", "human"))
+            bought.spent += out.cost
+            bought.waiting += out.status == "pending"
+            row = (items[k], human, out.output, out.status, out.cost, "quality_check", "human")
+            bought.rows.append(row)
             if not out.ok:  # unusable or not answered yet: left out (missing at random)
                 continue
-            sample.append(pos)
-            scores.append(scorer(finals[k], out.output))
+            bought.sample.append(pos)
+            bought.scores.append(scorer(finals[k], out.output))
             if self.replace:
-                new_labels.loc[k, "output"] = out.output
-                new_labels.loc[k, "human"] = True
-                new_labels.loc[k, "n_annotations"] = int(new_labels.loc[k, "n_annotations"]) + 1
-                prev = new_labels.loc[k, "annotators"]
-                new_labels.loc[k, "annotators"] = f"{prev};{human}" if prev else human
-        extra = pd.DataFrame(
-            rows, columns=["item_id", "annotator", "output", "status", "cost", "phase", "kind"]
-        )
-        if len(extra):
-            start = int(ann["step"].max()) + 1 if len(ann) and "step" in ann else 1
-            extra["step"] = np.arange(start, start + len(extra))
-            annotations = pd.concat([ann, extra.reindex(columns=ann.columns)], ignore_index=True)
+                _relabel(bought.labels, k, out.output, human)
+        return bought
+
+
+@functools.cache
+def _init_names(cls: type) -> frozenset[str]:
+    return frozenset(inspect.signature(cls.__init__).parameters) - {"self"}
+
+
+@dataclasses.dataclass
+class _Bought:
+    """What the checks bought: final labels, call rows, the usable sample and its scores."""
+
+    labels: pd.DataFrame
+    rows: list[tuple] = dataclasses.field(default_factory=list)
+    sample: list[int] = dataclasses.field(default_factory=list)
+    scores: list[float] = dataclasses.field(default_factory=list)
+    spent: float = 0.0
+    waiting: int = 0
+
+
+def _answers_by_item(
+    ann: pd.DataFrame, human: str
+) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """Each item's usable LLM answers by annotator, and its human label where it has one."""
+    ok = ann.loc[(ann["status"] == "ok") & ann["output"].notna()]
+    if "kind" in ok.columns:
+        ok = ok.loc[ok["kind"] != "confidence"]
+    by_item: dict[str, dict[str, str]] = {}
+    for i, a, o in zip(ok["item_id"], ok["annotator"], ok["output"], strict=True):
+        by_item.setdefault(str(i), {})[str(a)] = str(o)
+    human_out = {i: d.pop(human) for i, d in by_item.items() if human in d}
+    return by_item, human_out
+
+
+def _strata(
+    items: list[str], finals: list[str | None], human_out: dict[str, str], scorer: Any
+) -> tuple[float, int, list[int]]:
+    """The known stratum K (its total score and size) and the positions of M's items."""
+    known_total, n_known, machine = 0.0, 0, []
+    for k, (i, y) in enumerate(zip(items, finals, strict=True)):
+        if i in human_out:
+            known_total += scorer(y, human_out[i]) if y is not None else 0.0
+            n_known += 1
+        elif y is None:
+            n_known += 1
         else:
-            annotations = ann
-        info = dict(result.info)
-        info["quality_checks"] = {
-            "item_id": [items[machine[p]] for p in sample],
-            "score": scores,
-            "predicted": [float(f[p]) for p in sample],
-        }
-        info["quality_inputs"] = {
-            "known_total": known_total,
-            "n_items": len(items),
-            "n_known": n_known,
-            "predicted": f,
-            "sample": np.asarray(sample, dtype=int),
-            "scores": np.asarray(scores, dtype=np.float64),
-            "replaced": self.replace,
-            "check_cost": spent,
-        }
-        est = estimate_from(info["quality_inputs"], self.confidence, self.interval)
-        info["quality"] = est.row()
-        info["quality_pending"] = waiting  # live: checks still waiting for a person
-        info["quality_model"] = {"n_train": model.n_train_, "fitted": model.model_ is not None}
-        checked = dataclasses.replace(
-            result,
-            labels=new_labels,
-            annotations=annotations,
-            cost=result.cost + spent,
-            human_labels=result.human_labels + len(sample),
-            info=info,
-        )
-        return checked, est
+            machine.append(k)
+    return known_total, n_known, machine
+
+
+def _relabel(labels: pd.DataFrame, k: int, output: str, human: str) -> None:
+    """Row ``k``'s final label becomes the human's ``output``."""
+    labels.loc[k, "output"] = output
+    labels.loc[k, "human"] = True
+    labels.loc[k, "n_annotations"] = int(labels.loc[k, "n_annotations"]) + 1
+    prev = labels.loc[k, "annotators"]
+    labels.loc[k, "annotators"] = f"{prev};{human}" if prev else human
+
+
+def _with_calls(ann: pd.DataFrame, rows: list[tuple]) -> pd.DataFrame:
+    """The annotations with the checks' calls appended (numbered steps after the last)."""
+    extra = pd.DataFrame(
+        rows, columns=["item_id", "annotator", "output", "status", "cost", "phase", "kind"]
+    )
+    if not len(extra):
+        return ann
+    start = int(ann["step"].max()) + 1 if len(ann) and "step" in ann else 1
+    extra["step"] = np.arange(start, start + len(extra))
+    return pd.concat([ann, extra.reindex(columns=ann.columns)], ignore_index=True)
