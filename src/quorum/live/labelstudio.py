@@ -98,11 +98,8 @@ class LabelStudioHumanQueue(HumanQueue):
         self.title = self.project.title
         self.task_type = task_type
         self.labels = list(labels or [])
-        self.instructions = instructions
         self.predictions = predictions
-        self.overlap = overlap
         self.timeout = timeout
-        self.page_size = page_size
         self.check_every = check_every
         self.reader = AnswerReader(People(client), task_type, self.labels)
         self._tasks: dict[str, _Task] = {}
@@ -220,8 +217,8 @@ class LabelStudioHumanQueue(HumanQueue):
         try:
             self._ensure_listed()
             new = [t for i, t in self._unsent.items() if i not in self._tasks]
-            for s in range(0, len(new), self.page_size):
-                self._import(new[s : s + self.page_size])
+            for s in range(0, len(new), self.project.page_size):
+                self._import(new[s : s + self.project.page_size])
             self._unsent.clear()
         except LabelStudioError as exc:
             # the project stays the record: list it again before the next push
@@ -234,7 +231,7 @@ class LabelStudioHumanQueue(HumanQueue):
         payload = []
         for t in batch:
             self._priority += 1
-            data = task_data(t, self._priority, self.instructions, self.task_type)
+            data = task_data(t, self._priority, self.project.instructions, self.task_type)
             task: dict[str, Any] = {"data": data}
             p = [prediction_result(x, self.task_type, self.labels, t.choices)
                  for x in preds.get(t.item.item_id, [])]  # fmt: skip
@@ -357,7 +354,7 @@ class LabelStudioHumanQueue(HumanQueue):
             self._unsent.pop(i, None)
             t = self._tasks.get(i)
             if i in self._answers:
-                if t is not None and self.overlap > 1:
+                if t is not None and self.project.overlap > 1:
                     self._close(t, len({a.by for a in self._answers[i]}))
                 continue
             if t is None:  # never pushed (or deleted already): nothing left to answer
@@ -382,7 +379,7 @@ class LabelStudioHumanQueue(HumanQueue):
     def _close(self, t: _Task, n: int) -> None:
         """No more annotations wanted on a task that has ``n``: Label Studio then counts it
         as labelled (its stream hands it to nobody else)."""
-        if n >= self.overlap:
+        if n >= self.project.overlap:
             return
         try:
             self.client.request("PATCH", f"/api/tasks/{t.task_id}/", json={"overlap": max(1, n)})

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from quorum.data.schema import TaskType
@@ -30,6 +31,7 @@ DEFERRED = "deferred: the routing pass waits for human answers"
 NOT_MADE = "not made: the project budget is spent (see the ledger)"
 
 
+@dataclass(kw_only=True, repr=False, eq=False)  # the redactor holds secrets: no repr
 class MachineCalls:
     """LLM and local-model calls for a :class:`~quorum.live.source.LiveSource`.
 
@@ -46,33 +48,19 @@ class MachineCalls:
         source skips such calls (see ``LiveSource.skip_unpaid``).
     """
 
-    def __init__(
-        self,
-        *,
-        ledger: Ledger,
-        run_id: int,
-        task_type: TaskType,
-        parser: LabelParser | None,
-        guard: MoneyGuard,
-        stats: LiveStats,
-        redact: Redactor,
-        concurrency: int,
-        event: Callable[[Outcome], None],
-        overplanned: Callable[[str, str], Outcome],
-    ) -> None:
-        self.ledger = ledger
-        self.run_id = run_id
-        self.task_type = task_type
-        self.parser = parser
-        self.guard = guard
-        self.stats = stats
-        self.redact = redact
-        self.concurrency = concurrency
-        self._event = event
-        self._overplanned = overplanned
-        self._inflight: dict[str, asyncio.Future] = {}
-        self._sem: asyncio.Semaphore | None = None
-        self._guard_warned = False
+    ledger: Ledger
+    run_id: int
+    task_type: TaskType
+    parser: LabelParser | None
+    guard: MoneyGuard
+    stats: LiveStats
+    redact: Redactor
+    concurrency: int
+    event: Callable[[Outcome], None]
+    overplanned: Callable[[str, str], Outcome]
+    _inflight: dict[str, asyncio.Future] = field(default_factory=dict, init=False)
+    _sem: asyncio.Semaphore | None = field(default=None, init=False)
+    _guard_warned: bool = field(default=False, init=False)
 
     async def execute(
         self, ann: Annotator, req: Request, *, frozen: bool, skip_unpaid: bool
@@ -103,7 +91,7 @@ class MachineCalls:
             return self._refuse(ann, req, f"endpoint declared dead: {ann.health.reason}")
         if not self.guard.hold(req.reserved):
             if skip_unpaid:
-                return self._overplanned(req.item_id, req.annotator)
+                return self.overplanned(req.item_id, req.annotator)
             return self._refuse(
                 ann,
                 req,
@@ -137,7 +125,7 @@ class MachineCalls:
             raw=self.redact(resp.raw) if resp.raw is not None else resp.error,
         )
         self.stats.new_calls += 1
-        self._event(out)
+        self.event(out)
         return out
 
     async def _send(self, ann: Annotator, req: Request) -> tuple[Response, Parsed]:
@@ -211,7 +199,7 @@ class MachineCalls:
             self._guard_warned = True
             log.warning("%s", why)
         out = Outcome(req.item_id, req.annotator, None, 0.0, status="failed", raw=why)
-        self._event(out)
+        self.event(out)
         return out
 
     def _from_row(self, req: Request, row: Any, cached: bool) -> Outcome:
@@ -227,5 +215,5 @@ class MachineCalls:
         )
         if cached:
             self.stats.cached += 1
-        self._event(out)
+        self.event(out)
         return out
