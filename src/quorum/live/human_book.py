@@ -16,6 +16,7 @@ Every method is one committed transaction of the :class:`~quorum.live.ledger.Led
 
 from __future__ import annotations
 
+import sqlite3
 import time
 
 import pandas as pd
@@ -159,12 +160,7 @@ class HumanBook:
 
     @staticmethod
     def _release_open(c, key: str, why: str, now: float) -> None:
-        q = "SELECT call_id FROM human_labels WHERE request_key=? AND status='open'"
-        ids = [r[0] for r in c.execute(q, (key,))]
-        c.execute(
-            "UPDATE human_labels SET status='withdrawn' WHERE request_key=? AND status='open'",
-            (key,),
-        )
+        ids = _move_slots(c, key, "open", "withdrawn")
         c.executemany(
             "UPDATE calls SET status='withdrawn', cost=0, finished_at=?, cost_source=? "
             "WHERE call_id=? AND status='pending'",
@@ -180,12 +176,7 @@ class HumanBook:
                 "WHERE request_key=? AND status='withdrawn'",
                 (now, price, key),
             )
-            q = "SELECT call_id FROM human_labels WHERE request_key=? AND status='withdrawn'"
-            ids = [r[0] for r in c.execute(q, (key,))]
-            c.execute(
-                "UPDATE human_labels SET status='open' WHERE request_key=? AND status='withdrawn'",
-                (key,),
-            )
+            ids = _move_slots(c, key, "withdrawn", "open")
             c.executemany(
                 "UPDATE calls SET status='pending', cost=?, finished_at=NULL, "
                 "cost_source='human price (held until answered)' "
@@ -255,3 +246,11 @@ def reliability_evidence(team: pd.DataFrame, labels_per_item: int, min_gold: int
             ),
         )
     return {"dependable": ok, "why": why, "gold_labels": gold, "checked_labels": checked}
+
+
+def _move_slots(c: sqlite3.Connection, key: str, old: str, new: str) -> list[int]:
+    """Set the task's slots in status ``old`` to ``new``; returns their call ids."""
+    q = "SELECT call_id FROM human_labels WHERE request_key=? AND status=?"
+    ids = [r[0] for r in c.execute(q, (key, old))]
+    c.execute("UPDATE human_labels SET status=? WHERE request_key=? AND status=?", (new, key, old))
+    return ids

@@ -32,7 +32,7 @@ from quorum.live.calls import (
     request_key,
 )
 from quorum.live.chat_try import ChatTry, Reply, classify, get_litellm
-from quorum.live.config import AnnotatorConfig
+from quorum.live.config_annotators import AnnotatorConfig
 from quorum.live.openai_http import HTTPCallError, direct_model
 from quorum.live.output import CONSTRAINT_KEYS, OutputConstraint, detect_output
 from quorum.live.prompts import ItemView, PromptBuilder
