@@ -79,14 +79,7 @@ class HumanBook:
         """An answer fills an open (or, late, a withdrawn) slot: its call is paid once."""
         now = time.time()
         with self.ledger.tx() as c:
-            row = c.execute(
-                "SELECT call_id FROM human_labels WHERE request_key=? AND slot=?", (key, slot)
-            ).fetchone()
-            c.execute(
-                "UPDATE human_labels SET status=?, person=?, label=?, raw=?, line=?, "
-                "answered_at=? WHERE request_key=? AND slot=?",
-                (status, person, label, raw, line, now, key, slot),
-            )
+            row = _answer_slot(c, key, slot, (person, label, raw, line, now), status)
             price = c.execute(
                 "SELECT price FROM human_queue WHERE request_key=?", (key,)
             ).fetchone()
@@ -117,14 +110,7 @@ class HumanBook:
                 line: int | None) -> None:  # fmt: skip
         """A later answer of the slot's person replaces their label (no second payment)."""
         with self.ledger.tx() as c:
-            row = c.execute(
-                "SELECT call_id FROM human_labels WHERE request_key=? AND slot=?", (key, slot)
-            ).fetchone()
-            c.execute(
-                "UPDATE human_labels SET person=?, label=?, raw=?, line=?, answered_at=? "
-                "WHERE request_key=? AND slot=?",
-                (person, label, raw, line, time.time(), key, slot),
-            )
+            row = _answer_slot(c, key, slot, (person, label, raw, line, time.time()), None)
             if row is not None and row[0] is not None:
                 c.execute(
                     "UPDATE calls SET output=?, response_raw=? WHERE call_id=?",
@@ -254,3 +240,18 @@ def _move_slots(c: sqlite3.Connection, key: str, old: str, new: str) -> list[int
     ids = [r[0] for r in c.execute(q, (key, old))]
     c.execute("UPDATE human_labels SET status=? WHERE request_key=? AND status=?", (new, key, old))
     return ids
+
+
+def _answer_slot(c: sqlite3.Connection, key: str, slot: int, answer: tuple,
+                 status: str | None) -> tuple | None:  # fmt: skip
+    """Write ``answer`` (person, label, raw, line, answered_at) into a slot, and ``status``
+    unless None; returns the slot's row before (its call id), None if there is no slot."""
+    row = c.execute(
+        "SELECT call_id FROM human_labels WHERE request_key=? AND slot=?", (key, slot)
+    ).fetchone()
+    c.execute(
+        "UPDATE human_labels SET status=coalesce(?, status), person=?, label=?, raw=?, line=?, "
+        "answered_at=? WHERE request_key=? AND slot=?",
+        (status, *answer, key, slot),
+    )
+    return row
