@@ -23,7 +23,7 @@ import pandas as pd
 
 from quorum.data.schema import TaskType
 from quorum.live.calls import Redactor
-from quorum.live.config import AnnotatorConfig
+from quorum.live.config_annotators import AnnotatorConfig
 from quorum.live.llm import LLMAnnotator
 from quorum.live.parsing import LabelParser
 from quorum.live.prompts import ItemView, PromptBuilder, PromptTemplate

@@ -31,7 +31,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from quorum.live.labelstudio import LabelStudioClient, shown
+from quorum.live.labelstudio_client import LabelStudioClient
+from quorum.live.labelstudio_page import shown
 from quorum.live.labelstudio_server import LabelStudioServer
 
 NAMES = {"0": "negative", "1": "positive"}

@@ -35,7 +35,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from quorum.live.labelstudio import ITEM_KEY, LabelStudioClient, shown  # noqa: E402
+from quorum.live.labelstudio_client import LabelStudioClient  # noqa: E402
+from quorum.live.labelstudio_page import ITEM_KEY, shown  # noqa: E402
 from quorum.live.labelstudio_server import LabelStudioServer, free_port  # noqa: E402
 
 TOKEN_ENV = "QUORUM_TRIAL_LS_TOKEN"

@@ -42,16 +42,9 @@ from quorum.errors import ConfigError
 from quorum.live.config import load_project
 from quorum.live.export import export_frame
 from quorum.live.humans import HumanAnswer, HumanTask, match_label
-from quorum.live.labelstudio import (
-    ITEM_KEY,
-    LabelStudioClient,
-    LabelStudioError,
-    LabelStudioHumanQueue,
-    label_config,
-    project_title,
-    shown,
-    unshown,
-)
+from quorum.live.labelstudio import LabelStudioHumanQueue
+from quorum.live.labelstudio_client import LabelStudioClient, LabelStudioError
+from quorum.live.labelstudio_page import ITEM_KEY, label_config, project_title, shown, unshown
 from quorum.live.labelstudio_server import LabelStudioServer, find_label_studio
 from quorum.live.prompts import ItemView
 from quorum.live.runner import annotate
@@ -237,7 +230,7 @@ def _answer(server, user, task_id: int, choice: str | None = None, text: str | N
 def _project_tasks(server, title: str) -> list[dict]:
     q = _queue(server, title)
     try:
-        return list(q._pages("all"))
+        return list(q.project.pages("all"))
     finally:
         q.client.close()
 

@@ -38,14 +38,9 @@ from live_servers.fixtures import (
 from quorum.data.schema import TaskType
 from quorum.live.config import load_project
 from quorum.live.export import export_frame
-from quorum.live.labelstudio import (
-    HIDDEN_COLUMNS,
-    ITEM_KEY,
-    TASK_LIST_TITLE,
-    LabelStudioClient,
-    LabelStudioHumanQueue,
-    shown,
-)
+from quorum.live.labelstudio import LabelStudioHumanQueue
+from quorum.live.labelstudio_client import LabelStudioClient
+from quorum.live.labelstudio_page import HIDDEN_COLUMNS, ITEM_KEY, TASK_LIST_TITLE, shown
 from quorum.live.labelstudio_server import LabelStudioServer, find_label_studio
 from quorum.live.runner import annotate
 from quorum.live.status import status
@@ -85,7 +80,7 @@ def _tasks(server, title: str) -> dict[str, dict]:
     q = LabelStudioHumanQueue(LabelStudioClient(server.url, server.admin.token), title,
                               TaskType.classification, ["0", "1"])  # fmt: skip
     try:
-        return {t["data"][ITEM_KEY]: t for t in q._pages("all")}
+        return {t["data"][ITEM_KEY]: t for t in q.project.pages("all")}
     finally:
         q.client.close()
 

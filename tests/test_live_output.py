@@ -12,7 +12,7 @@ import pytest
 
 from quorum.data.schema import TaskType
 from quorum.live.calls import Redactor
-from quorum.live.config import AnnotatorConfig
+from quorum.live.config_annotators import AnnotatorConfig
 from quorum.live.llm import LLMAnnotator
 from quorum.live.output import OutputConstraint
 from quorum.live.parsing import LabelParser

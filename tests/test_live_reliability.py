@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from quorum.live.config import parse_duration
+from quorum.live.config_humans import parse_duration
 from quorum.live.reliability import Reliability, estimate
 
 

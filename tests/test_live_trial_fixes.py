@@ -29,7 +29,8 @@ from quorum.data.schema import TaskType
 from quorum.errors import ConfigError
 from quorum.live.config import load_project
 from quorum.live.export import export_frame
-from quorum.live.labelstudio import LabelStudioClient, LabelStudioHumanQueue
+from quorum.live.labelstudio import LabelStudioHumanQueue
+from quorum.live.labelstudio_client import LabelStudioClient
 from quorum.live.prompts import ItemView, PromptBuilder, PromptTemplate
 from quorum.live.runner import annotate
 from quorum.live.status import status

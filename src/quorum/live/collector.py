@@ -23,15 +23,13 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 import pandas as pd
 
 from quorum.data.schema import TaskType
+from quorum.live.answer_sink import AnswerSink, Collected, line_of, task_was, where
 from quorum.live.human_book import COUNTED, EXTRA, HumanBook
-from quorum.live.humans import HumanAnswer, HumanArm
-from quorum.live.ledger import Ledger
-from quorum.live.prompts import ItemView
+from quorum.live.humans import HumanAnswer
 from quorum.live.reliability import Reliability, estimate
 from quorum.routing.budget import to_units
 
@@ -39,52 +37,13 @@ log = logging.getLogger("quorum.live")
 
 
 @dataclass
-class Collected:
-    """What one look at the human queue changed in the ledger (item ids)."""
+class _Slots:
+    """A task's label slots as the ledger holds them."""
 
-    new: list[str] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)
-    late: list[str] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
-    expired: list[str] = field(default_factory=list)
-    done: list[str] = field(default_factory=list)  # tasks that got all their labels
-
-    @property
-    def any(self) -> bool:
-        return bool(self.new or self.changed or self.late or self.expired)
-
-
-class AnswerSink(Protocol):
-    """What the collector needs from the run (a :class:`~quorum.live.source.LiveSource`):
-    its items, human arm, ledger and control labels, and six public operations."""
-
-    items: dict[str, ItemView]
-    human: HumanArm | None
-    ledger: Ledger
-    gold: dict[str, str]
-    task_type: TaskType
-
-    def report(self, key: tuple, msg: str, *args: Any) -> None:
-        """Log a problem with the answers once per project."""
-
-    def match(self, item: ItemView, raw: str) -> str | None:
-        """The label an answer names, or None."""
-
-    def label_help(self, item: ItemView) -> str:
-        """What a person may answer on ``item`` (for a message)."""
-
-    def room(self, units: int) -> bool:
-        """Whether the budget has ``units`` left beside what is paid, held and reserved."""
-
-    def late_call(self, key: str, item_id: str, slot: int, label: str, raw: str,
-                  price: float) -> int:  # fmt: skip
-        """The paid call row of a late answer (its id)."""
-
-    def commit(self, units: int) -> None:
-        """Count money just paid outside a call of the run."""
-
-    def resubmit(self, key: str, item_id: str) -> None:
-        """Show a task again (it still wants labels)."""
+    have: dict[str, dict] = field(default_factory=dict)  # by person
+    free: list[int] = field(default_factory=list)
+    withdrawn: list[int] = field(default_factory=list)
+    paid: int = 0  # labels of this task that count (are paid): never more than ``wanted``
 
 
 class AnswerCollector:
@@ -117,7 +76,7 @@ class AnswerCollector:
                 src.report(
                     ("unknown", ans.item_id),
                     "answers: item id %r (%s) is not in the items file; the answer is ignored",
-                    ans.item_id, _at(ans.line, ans.by),
+                    ans.item_id, where(ans.line, ans.by),
                 )  # fmt: skip
                 continue
             label = src.match(item, ans.raw)
@@ -127,7 +86,7 @@ class AnswerCollector:
                     "answers: %s, item %s: %r is not a label (%s); the item "
                     "keeps its earlier answer, or stays pending until corrected or until "
                     "humans.timeout",
-                    _at(ans.line, ans.by), ans.item_id, ans.raw, src.label_help(item),
+                    where(ans.line, ans.by), ans.item_id, ans.raw, src.label_help(item),
                 )  # fmt: skip
                 invalid.add(ans.item_id)
                 continue
@@ -151,8 +110,8 @@ class AnswerCollector:
                 self.src.report(
                     ("fix", iid, ans.line, who),
                     "answers: item %s was answered %r %s and %r %s; the later row wins",
-                    iid, prev[1].raw, _at(prev[1].line, prev[1].by, on=True), ans.raw,
-                    _at(ans.line, ans.by, on=True),
+                    iid, prev[1].raw, where(prev[1].line, prev[1].by, on=True), ans.raw,
+                    where(ans.line, ans.by, on=True),
                 )  # fmt: skip
             final[who] = (label, ans)
         return final
@@ -180,7 +139,7 @@ class AnswerCollector:
                         ("unasked", iid),
                         "answers: item %s (%s) was never sent to a human; the answer is "
                         "kept in the file and used if it is asked for",
-                        iid, _at(item_rows[-1][1].line, item_rows[-1][1].by),
+                        iid, where(item_rows[-1][1].line, item_rows[-1][1].by),
                     )  # fmt: skip
                     continue
                 self._attach(task, item_rows, slots_of.get(task["request_key"]), got)
@@ -192,86 +151,109 @@ class AnswerCollector:
         return got
 
     def _attach(self, task: dict, rows: list, slots: pd.DataFrame | None, got: Collected) -> None:
+        """Attach one task's answer rows: each person's latest row corrects their slot,
+        fills a free slot, is an extra label beyond ``wanted`` or a late answer."""
+        key, iid, status = task["request_key"], task["item_id"], task["status"]
+        wanted = int(task.get("wanted") or 1)
+        s = self._slots(slots, wanted)
+        filled = changed = late = False
+        for who, (label, ans) in self._latest(iid, rows, wanted).items():
+            mine = s.have.get(who)
+            if mine is not None:
+                changed |= self._correct(key, iid, mine, label, ans)
+                continue
+            if status == "pending" and s.free:
+                self.book.fill(key, s.free.pop(0), ans.by, label, ans.raw, ans.line)
+                filled = True
+                s.paid += 1
+            elif s.paid >= wanted:
+                self._extra(key, iid, who, label, ans, wanted)
+            else:
+                late |= self._late(task, who, label, ans, s, got)
+            s.have[who] = {"label": label}
+        self._after(key, iid, status, got, filled, changed, late, not s.free)
+
+    def _slots(self, slots: pd.DataFrame | None, wanted: int) -> _Slots:
+        """A task's slots as the ledger holds them."""
+        out = _Slots()
+        for s in [] if slots is None else slots.to_dict("records"):
+            if s["status"] == "open":
+                out.free.append(int(s["slot"]))
+            elif s["status"] == "withdrawn":
+                out.withdrawn.append(int(s["slot"]))
+            else:
+                out.have[self._person(None, wanted, s["person"])] = s
+                out.paid += s["status"] in COUNTED
+        return out
+
+    def _correct(self, key: str, iid: str, s: dict, label: str, ans: HumanAnswer) -> bool:
+        """A person answered again: their slot takes the new row (True: a new label)."""
+        if s["label"] == label and (s["person"] or None) == ans.by:
+            return False
+        if s["status"] not in COUNTED:
+            return False  # recorded once, never paid nor used
+        self.book.correct(key, int(s["slot"]), ans.by, label, ans.raw, ans.line)
+        if s["label"] == label:
+            return False
+        log.info(
+            "answers: item %s is now %r (%s), replacing %r (%s)",
+            iid, ans.raw, where(ans.line, ans.by), s["raw"], where(line_of(s["line"]), s["person"]),
+        )  # fmt: skip
+        return True
+
+    def _extra(self, key: str, iid: str, who: str, label: str, ans: HumanAnswer,
+               wanted: int) -> None:  # fmt: skip
+        """k = humans.labels_per_item is a hard cap on what a task pays: a label beyond it
+        (a web queue may hand a task to one person too many) is kept as a record, never
+        paid nor voted."""
+        self.book.add(key, iid, None, ans.by, label, ans.raw, ans.line, EXTRA)
+        self.src.report(
+            ("extra", iid, who),
+            "answers: item %s got a label %s beyond the %d wanted "
+            "(humans.labels_per_item); it is recorded, not paid, not used",
+            iid, where(ans.line, ans.by), wanted,
+        )  # fmt: skip
+
+    def _late(self, task: dict, who: str, label: str, ans: HumanAnswer, s: _Slots,
+              got: Collected) -> bool:  # fmt: skip
+        """A label after the task stopped waiting with fewer than the labels wanted: paid
+        and used while the budget has room (True), else recorded only."""
         src, book = self.src, self.book
         key, iid, status = task["request_key"], task["item_id"], task["status"]
         wanted = int(task.get("wanted") or 1)
-        have: dict[str, dict] = {}
-        free: list[int] = []
-        withdrawn: list[int] = []
-        paid = 0  # labels of this task that count (are paid): never more than ``wanted``
-        for s in [] if slots is None else slots.to_dict("records"):
-            if s["status"] == "open":
-                free.append(int(s["slot"]))
-            elif s["status"] == "withdrawn":
-                withdrawn.append(int(s["slot"]))
-            else:
-                have[self._person(None, wanted, s["person"])] = s
-                paid += s["status"] in COUNTED
-        filled = changed = late = False
-        for who, (label, ans) in self._latest(iid, rows, wanted).items():
-            s = have.get(who)
-            if s is not None:
-                if s["label"] != label or (s["person"] or None) != ans.by:
-                    if s["status"] not in COUNTED:
-                        continue  # recorded once, never paid nor used
-                    book.correct(key, int(s["slot"]), ans.by, label, ans.raw, ans.line)
-                    if s["label"] != label:
-                        log.info(
-                            "answers: item %s is now %r (%s), replacing %r (%s)",
-                            iid, ans.raw, _at(ans.line, ans.by), s["raw"],
-                            _at(_line(s["line"]), s["person"]),
-                        )  # fmt: skip
-                        changed = True
-                continue
-            if status == "pending" and free:
-                book.fill(key, free.pop(0), ans.by, label, ans.raw, ans.line)
-                filled = True
-                paid += 1
-                have[who] = {"label": label}
-                continue
-            if paid >= wanted:
-                # k = humans.labels_per_item is a hard cap on what a task pays: a label
-                # beyond it (a web queue may hand a task to one person too many) is kept
-                # as a record, never paid nor voted
-                book.add(key, iid, None, ans.by, label, ans.raw, ans.line, EXTRA)
-                have[who] = {"label": label}
-                src.report(
-                    ("extra", iid, who),
-                    "answers: item %s got a label %s beyond the %d wanted "
-                    "(humans.labels_per_item); it is recorded, not paid, not used",
-                    iid, _at(ans.line, ans.by), wanted,
-                )  # fmt: skip
-                continue
-            # late: the task stopped waiting with fewer than the labels wanted
-            price_u = to_units(task["price"] or 0.0)
-            if src.room(price_u):
-                if withdrawn:
-                    book.fill(key, withdrawn.pop(0), ans.by, label, ans.raw, ans.line, "late")
-                else:
-                    cid = src.late_call(key, iid, len(have) + len(free), label, ans.raw,
-                                         task["price"] or 0.0)  # fmt: skip
-                    book.add(key, iid, cid, ans.by, label, ans.raw, ans.line, "late")
-                src.commit(price_u)
-                late = True
-                paid += 1
-                have[who] = {"label": label}
-                log.info(
-                    "answers: item %s got a late answer %s (its task was %s); it is paid "
-                    "and used", iid, _at(ans.line, ans.by), _was(status, wanted),
-                )  # fmt: skip
-            else:
-                book.add(key, iid, None, ans.by, label, ans.raw, ans.line, "late-unpaid")
-                got.refused.append(iid)
-                have[who] = {"label": label}
-                src.report(
-                    ("late", iid, who),
-                    "answers: item %s got a late answer %s (its task was %s) and the budget "
-                    "has no room left to pay for it; it is recorded, not paid, not used",
-                    iid, _at(ans.line, ans.by), _was(status, wanted),
-                )  # fmt: skip
+        price_u = to_units(task["price"] or 0.0)
+        if not src.room(price_u):
+            book.add(key, iid, None, ans.by, label, ans.raw, ans.line, "late-unpaid")
+            got.refused.append(iid)
+            src.report(
+                ("late", iid, who),
+                "answers: item %s got a late answer %s (its task was %s) and the budget "
+                "has no room left to pay for it; it is recorded, not paid, not used",
+                iid, where(ans.line, ans.by), task_was(status, wanted),
+            )  # fmt: skip
+            return False
+        if s.withdrawn:
+            book.fill(key, s.withdrawn.pop(0), ans.by, label, ans.raw, ans.line, "late")
+        else:
+            cid = src.late_call(key, iid, len(s.have) + len(s.free), label, ans.raw,
+                                task["price"] or 0.0)  # fmt: skip
+            book.add(key, iid, cid, ans.by, label, ans.raw, ans.line, "late")
+        src.commit(price_u)
+        s.paid += 1
+        log.info(
+            "answers: item %s got a late answer %s (its task was %s); it is paid "
+            "and used", iid, where(ans.line, ans.by), task_was(status, wanted),
+        )  # fmt: skip
+        return True
+
+    def _after(self, key: str, iid: str, status: str, got: Collected, filled: bool,
+               changed: bool, late: bool, full: bool) -> None:  # fmt: skip
+        """What the task's new labels change: its vote, its status, whether it is shown
+        again (``full``: no free slot left)."""
+        src = self.src
         if filled:
             got.new.append(iid)
-            if not free:
+            if full:
                 self._close(key, "answered")
                 got.done.append(iid)
             else:
@@ -297,7 +279,7 @@ class AnswerCollector:
         v = self.reliability.vote(zip(lab["person"].fillna(""), lab["label"], strict=True))
         last = lab.iloc[-1]
         if len(lab) == 1:
-            raw, by, line = last["raw"], last["person"], _line(last["line"])
+            raw, by, line = last["raw"], last["person"], line_of(last["line"])
         else:
             raw = "; ".join(f"{p or '?'}: {r}" for p, r in zip(lab["person"], lab["raw"],
                                                                  strict=True))  # fmt: skip
@@ -407,28 +389,3 @@ class AnswerCollector:
         if self.quality is None or self.reliability.evidence < h.min_evidence:
             return None
         return round(self.quality, 2)
-
-
-def _was(status: str, wanted: int) -> str:
-    names = {"pending": f"complete with its {wanted} label(s)", "answered": "answered",
-             "withdrawn": "withdrawn", "expired": "withdrawn after its timeout"}  # fmt: skip
-    return names.get(status, status)
-
-
-def _at(line: int | None, by: str | None, on: bool = False) -> str:
-    """Where an answer came from: its line in the answers file, else who gave it (web queues).
-
-    >>> _at(3, None), _at(None, "ann@example.org", on=True), _at(None, None)
-    ('line 3', 'from ann@example.org', 'from the queue')
-    """
-    if line is not None:
-        return f"on line {line}" if on else f"line {line}"
-    return f"from {by}" if by else "from the queue"
-
-
-def _line(x: Any) -> int | None:
-    """A line number read back from the ledger (pandas may hand it over as a float)."""
-    try:
-        return None if x is None or x != x else int(x)
-    except (TypeError, ValueError):
-        return None

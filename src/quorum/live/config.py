@@ -1,9 +1,12 @@
 """The project file of a live annotation job (TOML or YAML), validated with pydantic.
 
-A project names the items file, the task, the annotators and the budget. Relative paths
-are resolved against the folder of the project file; ``$VARS`` and ``~`` are expanded.
-Secrets never live in the file: an LLM annotator names the environment variable that holds
-its key (``api_key_env``).
+A project names the items file, the task, the annotators and the budget. Its sections
+have their own modules: ``[items]`` and ``[task]`` in :mod:`~quorum.live.config_task`,
+``[[annotators]]`` in :mod:`~quorum.live.config_annotators`, ``[humans]`` in
+:mod:`~quorum.live.config_humans`; ``[budget]`` (:class:`BudgetConfig`) and the whole file
+(:class:`ProjectConfig`) are here. Relative paths are resolved against the folder of the
+project file; ``$VARS`` and ``~`` are expanded. Secrets never live in the file: an LLM
+annotator names the environment variable that holds its key (``api_key_env``).
 """
 
 from __future__ import annotations
@@ -11,190 +14,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import string
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from quorum.data.schema import GOLD_HUMAN, TaskType
 from quorum.errors import ConfigError
+from quorum.live.config_annotators import AnnotatorConfig
+from quorum.live.config_humans import HumansConfig
+from quorum.live.config_task import ItemsConfig, TaskConfig
 
 _Strict = ConfigDict(extra="forbid")
-
-
-class ItemsConfig(BaseModel):
-    """Where the items are and which columns hold what."""
-
-    model_config = _Strict
-
-    path: str = Field(min_length=1, description="CSV, JSONL, JSON or Parquet file")
-    id_column: str | None = Field(default=None, description="default: item_id, else row number")
-    text_column: str = "text"
-    text_template: str | None = Field(
-        default=None, description="build the text from columns, e.g. '{title}. {description}'"
-    )
-    gold_column: str | None = Field(default=None, description="known labels (for evaluation)")
-    choices_column: str | None = Field(default=None, description="answer options (multiple choice)")
-    limit: int | None = Field(default=None, ge=1, description="use only the first N items")
-
-    @field_validator("text_template")
-    @classmethod
-    def _template(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        try:
-            fields = [f for _, f, _, _ in string.Formatter().parse(v) if f is not None]
-        except ValueError as exc:
-            raise ValueError(
-                f"malformed template {v!r} ({exc}); write {{column}} for a column and "
-                "{{ or }} for a literal brace"
-            ) from None
-        for f in fields:
-            if not f or f.isdigit() or "." in f or "[" in f:
-                raise ValueError(
-                    f"placeholder {{{f}}} in {v!r} is not a column name; write {{column}} "
-                    "with the name of a column of the items file"
-                )
-        if not fields:
-            raise ValueError(f"{v!r} uses no column; write e.g. '{{title}}. {{body}}'")
-        return v
-
-
-class TaskConfig(BaseModel):
-    model_config = _Strict
-
-    type: TaskType
-    labels: list[str] | None = None
-    label_names: dict[str, str] | None = None
-    label_descriptions: dict[str, str] | None = None
-    instructions: str | None = None
-    instructions_in_prompt: Literal["auto", "always", "never"] = Field(
-        default="auto",
-        description="put `instructions` before an LLM prompt that has no {instructions}: "
-        "auto (before the bundled default prompts only, never before a prompt you wrote), "
-        "always, or never",
-    )
-    language: str = "en"
-
-    @field_validator("labels", mode="before")
-    @classmethod
-    def _labels_str(cls, v: Any) -> Any:
-        return [str(x) for x in v] if isinstance(v, list) else v
-
-    @model_validator(mode="after")
-    def _check(self) -> TaskConfig:
-        if self.type.has_labels and not self.labels:
-            raise ValueError(f"a {self.type.value} task needs a non-empty `labels` list")
-        if self.labels and len(set(self.labels)) != len(self.labels):
-            raise ValueError(f"labels have duplicates: {self.labels}")
-        for field in ("label_names", "label_descriptions"):
-            extra = set(getattr(self, field) or {}) - set(self.labels or [])
-            if extra:
-                raise ValueError(f"{field} has keys that are not labels: {sorted(extra)}")
-        if self.type.has_labels and self.labels:
-            self._distinct_labels()
-        return self
-
-    def _distinct_labels(self) -> None:
-        """At least two labels that a person or a model can tell apart, in every spelling:
-        the values, and the names shown, are distinct ignoring case and spaces (an answer
-        is matched that way, :func:`~quorum.live.humans.match_label`)."""
-        labels = self.labels or []
-        names = self.label_names or {}
-        shown = [str(names.get(lab, lab)) for lab in labels]
-        for what, vals in (("labels", labels), ("label names", shown)):
-            folded: dict[str, str] = {}
-            for v in vals:
-                k = " ".join(v.split()).casefold()
-                if k in folded:
-                    raise ValueError(
-                        f"{what} {folded[k]!r} and {v!r} are the same answer (case and spaces "
-                        "are ignored when answers are read); give each label its own name"
-                    )
-                folded[k] = v
-        if len(labels) < 2:
-            raise ValueError(
-                f"a {self.type.value} task needs at least two labels, got {labels}"
-                + (f" (shown as {shown})" if names else "")
-                + ": with one there is nothing to decide"
-            )
-
-
-class AnnotatorConfig(BaseModel):
-    """One arm: ``kind = "llm"`` (litellm), ``"model"`` (local) or ``"human"`` (file queue)."""
-
-    model_config = _Strict
-
-    name: str = Field(min_length=1)
-    kind: Literal["llm", "model", "human"] = "llm"
-    # -- llm ----------------------------------------------------------------
-    model: str | None = Field(
-        default=None,
-        description="litellm model name (llm), or 'zero-shot' / 'module:function' (model)",
-    )
-    api_base: str | None = None
-    api_key_env: str | None = Field(default=None, description="env var that holds the key")
-    price: float | None = Field(default=None, ge=0.0, description="fixed cost per call")
-    input_cost_per_token: float | None = Field(default=None, ge=0.0)
-    output_cost_per_token: float | None = Field(default=None, ge=0.0)
-    confidence_price: float | None = Field(default=None, ge=0.0)
-    max_tokens: int | None = Field(default=None, ge=1)
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    seed: int | None = None
-    params: dict[str, Any] = Field(default_factory=dict, description="extra litellm params")
-    client: Literal["auto", "litellm", "http"] = Field(
-        default="auto",
-        description="auto: a lean HTTP client for openai/NAME at an api_base, litellm otherwise",
-    )
-    output: Literal["auto", "grammar", "json_schema", "free"] = Field(
-        default="auto",
-        description="constrain answers to the options (docs/live.md): auto detects it",
-    )
-    logprobs: bool | None = Field(
-        default=None, description="logprobs over the options as confidence; None: if constrained"
-    )
-    prompt: str | None = Field(default=None, description="template text or a .txt file path")
-    confidence_prompt: str | None = None
-    system_prompt: str | None = None
-    timeout: float = Field(default=60.0, gt=0.0)
-    max_retries: int = Field(default=4, ge=0, le=20)
-    backoff_base: float = Field(default=0.5, ge=0.0)
-    backoff_max: float = Field(default=30.0, ge=0.0)
-    concurrency: int = Field(default=8, ge=1, le=1024)
-    rate_limit: float | None = Field(default=None, gt=0.0, description="requests per second")
-    dead_after: int = Field(default=3, ge=1, description="consecutive failed calls -> dead")
-    prompt_token_margin: float = Field(default=1.5, ge=1.0)
-    # -- human --------------------------------------------------------------
-    queue: str | None = Field(default=None, description="human queue folder")
-
-    @model_validator(mode="after")
-    def _check(self) -> AnnotatorConfig:
-        if self.name == GOLD_HUMAN:
-            raise ValueError("'gold' is reserved (the gold column acting as the human)")
-        bad = sorted(set(self.params) & {"api_key", "model", "messages", "api_base"})
-        if bad:
-            raise ValueError(
-                f"annotator {self.name!r}: params may not set {bad}; keys come from the "
-                "environment (api_key_env), model and api_base are their own fields"
-            )
-        if self.kind == "llm" and not self.model:
-            raise ValueError(f"annotator {self.name!r}: an llm annotator needs `model`")
-        if self.kind == "model" and not self.model:
-            raise ValueError(
-                f"annotator {self.name!r}: a model annotator needs `model` "
-                "('zero-shot' or 'package.module:function')"
-            )
-        if self.kind == "human" and self.price is None:
-            raise ValueError(f"annotator {self.name!r}: a human annotator needs a `price`")
-        if self.kind == "model" and self.model != "zero-shot" and ":" not in str(self.model):
-            raise ValueError(
-                f"annotator {self.name!r}: model must be 'zero-shot' or 'module:function', "
-                f"got {self.model!r}"
-            )
-        return self
 
 
 class BudgetConfig(BaseModel):
@@ -222,104 +55,6 @@ class BudgetConfig(BaseModel):
     confidence: float = Field(
         default=0.95, gt=0.0, lt=1.0, description="level of the quality estimate's interval"
     )
-
-
-class LabelStudioConfig(BaseModel):
-    """The Label Studio server and project of ``humans.backend = "labelstudio"``."""
-
-    model_config = _Strict
-
-    url: str = Field(default="http://127.0.0.1:8080", min_length=1)
-    token_env: str = Field(
-        default="LABEL_STUDIO_API_KEY",
-        min_length=1,
-        description="env var that holds the API token (legacy token or personal access token)",
-    )
-    project: str | None = Field(default=None, description="project title; default: name")
-    project_id: int | None = Field(default=None, ge=1, description="use this project")
-    predictions: bool = Field(
-        default=False, description="show the LLM answers so far as pre-annotations"
-    )
-    overlap: int | None = Field(
-        default=None, ge=1, description="old name of humans.labels_per_item (still read)"
-    )
-    timeout: float | None = Field(
-        default=None, gt=0.0, description="old name of humans.timeout (still read)"
-    )
-    page_size: int = Field(default=500, ge=1, le=5000)
-    request_timeout: float = Field(default=30.0, gt=0.0)
-
-
-class HumansConfig(BaseModel):
-    """How the human arm reaches people: the file queue or a Label Studio project."""
-
-    model_config = _Strict
-
-    backend: Literal["file", "labelstudio"] = "file"
-    labelstudio: LabelStudioConfig = Field(default_factory=LabelStudioConfig)
-    seconds_per_label: float = Field(
-        default=30.0, gt=0.0, description="time one human label takes (for `quorum plan`)"
-    )
-    labels_per_item: int = Field(
-        default=1, ge=1, le=20, description="labels per human item, each by a different person"
-    )
-    queue_depth: int | None = Field(
-        default=None,
-        ge=1,
-        le=10_000,
-        description="human tasks sent ahead and waiting at once (advised: twice the team's "
-        "size); unset or 1: a pass stops at its first unanswered task",
-    )
-    timeout: float | None = Field(
-        default=None,
-        gt=0.0,
-        description="seconds (or '90m', '12h', '2d') a human task may wait unanswered; then "
-        "it is withdrawn and the item re-planned without it",
-    )
-    prior_accuracy: float = Field(
-        default=0.8, gt=0.0, lt=1.0, description="an annotator's accuracy before any evidence"
-    )
-    prior_strength: float = Field(
-        default=4.0, gt=0.0, description="weight of prior_accuracy, in labels"
-    )
-    arm_quality: Literal["auto", "router"] | float = Field(
-        default="auto",
-        description="the human arm's quality for the router: auto (estimated once labels can "
-        "be checked), router (its own default) or a number in [0, 1]",
-    )
-    min_evidence: int = Field(
-        default=10, ge=1, description="checked labels before auto uses the estimate"
-    )
-
-    @field_validator("timeout", mode="before")
-    @classmethod
-    def _duration(cls, v: Any) -> Any:
-        return parse_duration(v) if isinstance(v, str) else v
-
-    @field_validator("arm_quality")
-    @classmethod
-    def _quality(cls, v: Any) -> Any:
-        if isinstance(v, float) and not 0.0 <= v <= 1.0:
-            raise ValueError(f"arm_quality must be 'auto', 'router' or in [0, 1], got {v}")
-        return v
-
-    @model_validator(mode="after")
-    def _old_names(self) -> HumansConfig:
-        """``labelstudio.overlap`` / ``labelstudio.timeout`` (the first names) still work."""
-        ls = self.labelstudio
-        for old, new in (("overlap", "labels_per_item"), ("timeout", "timeout")):
-            val = getattr(ls, old)
-            if val is None:
-                continue
-            default = HumansConfig.model_fields[new].default
-            mine = getattr(self, new)
-            if mine != default and mine != val:
-                raise ValueError(
-                    f"humans.labelstudio.{old} = {val} and humans.{new} = {mine} disagree; "
-                    f"set humans.{new} only"
-                )
-            setattr(self, new, val)
-        return self
 
 
 class ProjectConfig(BaseModel):
@@ -427,26 +162,6 @@ class ProjectConfig(BaseModel):
         for a in data.get("annotators", []):
             a.pop("client", None)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
-
-
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(v: str) -> float:
-    """Seconds from ``"90"``, ``"90s"``, ``"30m"``, ``"12h"`` or ``"2d"``.
-
-    >>> parse_duration("30m"), parse_duration("2d"), parse_duration(" 45 ")
-    (1800.0, 172800.0, 45.0)
-    """
-    t = v.strip().lower()
-    unit = _UNITS.get(t[-1:])
-    num = t[:-1] if unit is not None else t
-    try:
-        return float(num) * (unit or 1.0)
-    except ValueError:
-        raise ValueError(
-            f"not a duration: {v!r} (use seconds, or e.g. '30m', '12h', '2d')"
-        ) from None
 
 
 def _format_errors(err: ValidationError, where: str) -> str:

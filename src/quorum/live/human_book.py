@@ -16,6 +16,7 @@ Every method is one committed transaction of the :class:`~quorum.live.ledger.Led
 
 from __future__ import annotations
 
+import sqlite3
 import time
 
 import pandas as pd
@@ -78,14 +79,7 @@ class HumanBook:
         """An answer fills an open (or, late, a withdrawn) slot: its call is paid once."""
         now = time.time()
         with self.ledger.tx() as c:
-            row = c.execute(
-                "SELECT call_id FROM human_labels WHERE request_key=? AND slot=?", (key, slot)
-            ).fetchone()
-            c.execute(
-                "UPDATE human_labels SET status=?, person=?, label=?, raw=?, line=?, "
-                "answered_at=? WHERE request_key=? AND slot=?",
-                (status, person, label, raw, line, now, key, slot),
-            )
+            row = _answer_slot(c, key, slot, (person, label, raw, line, now), status)
             price = c.execute(
                 "SELECT price FROM human_queue WHERE request_key=?", (key,)
             ).fetchone()
@@ -116,14 +110,7 @@ class HumanBook:
                 line: int | None) -> None:  # fmt: skip
         """A later answer of the slot's person replaces their label (no second payment)."""
         with self.ledger.tx() as c:
-            row = c.execute(
-                "SELECT call_id FROM human_labels WHERE request_key=? AND slot=?", (key, slot)
-            ).fetchone()
-            c.execute(
-                "UPDATE human_labels SET person=?, label=?, raw=?, line=?, answered_at=? "
-                "WHERE request_key=? AND slot=?",
-                (person, label, raw, line, time.time(), key, slot),
-            )
+            row = _answer_slot(c, key, slot, (person, label, raw, line, time.time()), None)
             if row is not None and row[0] is not None:
                 c.execute(
                     "UPDATE calls SET output=?, response_raw=? WHERE call_id=?",
@@ -159,12 +146,7 @@ class HumanBook:
 
     @staticmethod
     def _release_open(c, key: str, why: str, now: float) -> None:
-        q = "SELECT call_id FROM human_labels WHERE request_key=? AND status='open'"
-        ids = [r[0] for r in c.execute(q, (key,))]
-        c.execute(
-            "UPDATE human_labels SET status='withdrawn' WHERE request_key=? AND status='open'",
-            (key,),
-        )
+        ids = _move_slots(c, key, "open", "withdrawn")
         c.executemany(
             "UPDATE calls SET status='withdrawn', cost=0, finished_at=?, cost_source=? "
             "WHERE call_id=? AND status='pending'",
@@ -180,12 +162,7 @@ class HumanBook:
                 "WHERE request_key=? AND status='withdrawn'",
                 (now, price, key),
             )
-            q = "SELECT call_id FROM human_labels WHERE request_key=? AND status='withdrawn'"
-            ids = [r[0] for r in c.execute(q, (key,))]
-            c.execute(
-                "UPDATE human_labels SET status='open' WHERE request_key=? AND status='withdrawn'",
-                (key,),
-            )
+            ids = _move_slots(c, key, "withdrawn", "open")
             c.executemany(
                 "UPDATE calls SET status='pending', cost=?, finished_at=NULL, "
                 "cost_source='human price (held until answered)' "
@@ -255,3 +232,26 @@ def reliability_evidence(team: pd.DataFrame, labels_per_item: int, min_gold: int
             ),
         )
     return {"dependable": ok, "why": why, "gold_labels": gold, "checked_labels": checked}
+
+
+def _move_slots(c: sqlite3.Connection, key: str, old: str, new: str) -> list[int]:
+    """Set the task's slots in status ``old`` to ``new``; returns their call ids."""
+    q = "SELECT call_id FROM human_labels WHERE request_key=? AND status=?"
+    ids = [r[0] for r in c.execute(q, (key, old))]
+    c.execute("UPDATE human_labels SET status=? WHERE request_key=? AND status=?", (new, key, old))
+    return ids
+
+
+def _answer_slot(c: sqlite3.Connection, key: str, slot: int, answer: tuple,
+                 status: str | None) -> tuple | None:  # fmt: skip
+    """Write ``answer`` (person, label, raw, line, answered_at) into a slot, and ``status``
+    unless None; returns the slot's row before (its call id), None if there is no slot."""
+    row = c.execute(
+        "SELECT call_id FROM human_labels WHERE request_key=? AND slot=?", (key, slot)
+    ).fetchone()
+    c.execute(
+        "UPDATE human_labels SET status=coalesce(?, status), person=?, label=?, raw=?, line=?, "
+        "answered_at=? WHERE request_key=? AND slot=?",
+        (status, *answer, key, slot),
+    )
+    return row

@@ -6,8 +6,7 @@ router. A completed call (``ok`` or ``unparseable``) is the response cache: the 
 key is never sent again, in this run or any later one. Calls left ``inflight`` by a killed
 process become ``interrupted`` when the next run starts.
 
-Tables: ``runs``, ``calls``, ``attempts`` (each HTTP try), ``decisions`` (the router's
-call log and trace), ``labels`` (final labels per run) and ``human_queue``.
+The tables and their migrations: :mod:`~quorum.live.ledger_schema`.
 
 Human tasks are first-class: a ``human_queue`` row is created when a task is sent, with one
 ``human_labels`` slot (and one ``calls`` row holding the price of a label) per label wanted
@@ -39,78 +38,11 @@ from typing import Any
 import pandas as pd
 
 from quorum.errors import QuorumError
+from quorum.live.cells import float_or_none as _f
+from quorum.live.cells import int_or_none as _int
+from quorum.live.cells import text_or_none as _s
+from quorum.live.ledger_schema import SCHEMA, SCHEMA_VERSION, TASK_COLUMNS, migrate, open_readonly
 from quorum.routing.budget import from_units
-
-SCHEMA_VERSION = "3"
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id INTEGER PRIMARY KEY AUTOINCREMENT,
-    project TEXT, config_hash TEXT, config_json TEXT, method TEXT, seed INTEGER,
-    budget REAL, started_at REAL, finished_at REAL, status TEXT, pid INTEGER, host TEXT,
-    passes INTEGER DEFAULT 0, summary TEXT
-);
-CREATE TABLE IF NOT EXISTS calls (
-    call_id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id INTEGER, request_key TEXT NOT NULL, kind TEXT, item_id TEXT, annotator TEXT,
-    annotator_kind TEXT, model TEXT, api_base TEXT, prompt TEXT, params TEXT,
-    status TEXT NOT NULL, response_raw TEXT, output TEXT, confidence REAL, parse_note TEXT,
-    error TEXT, cost REAL DEFAULT 0, reserved REAL DEFAULT 0, cost_source TEXT,
-    token_cost REAL, prompt_tokens INTEGER, completion_tokens INTEGER, latency_s REAL,
-    attempts INTEGER DEFAULT 0, created_at REAL, finished_at REAL
-);
-CREATE INDEX IF NOT EXISTS calls_key ON calls(request_key, status);
-CREATE INDEX IF NOT EXISTS calls_item ON calls(item_id, annotator);
-CREATE TABLE IF NOT EXISTS attempts (
-    call_id INTEGER, n INTEGER, started_at REAL, latency_s REAL, outcome TEXT, error TEXT
-);
-CREATE TABLE IF NOT EXISTS decisions (
-    run_id INTEGER, pass INTEGER, source TEXT, step INTEGER, item_id TEXT, annotator TEXT,
-    phase TEXT, kind TEXT, output TEXT, status TEXT, cost REAL, extra TEXT
-);
-CREATE TABLE IF NOT EXISTS labels (
-    run_id INTEGER, pass INTEGER, item_id TEXT, output TEXT, n_annotations INTEGER,
-    agreement REAL, human INTEGER, annotators TEXT, extra TEXT
-);
-CREATE TABLE IF NOT EXISTS human_queue (
-    request_key TEXT PRIMARY KEY, item_id TEXT, annotator TEXT, call_id INTEGER,
-    status TEXT, submitted_at REAL, answered_at REAL, label TEXT, answered_by TEXT,
-    raw TEXT, line INTEGER, given INTEGER DEFAULT 0, price REAL
-);
-CREATE TABLE IF NOT EXISTS notes (note_key TEXT PRIMARY KEY, message TEXT, at REAL);
-CREATE TABLE IF NOT EXISTS human_labels (
-    request_key TEXT, slot INTEGER, item_id TEXT, call_id INTEGER, status TEXT,
-    person TEXT, label TEXT, raw TEXT, line INTEGER, answered_at REAL,
-    PRIMARY KEY (request_key, slot)
-);
-CREATE TABLE IF NOT EXISTS given_calls (call_id INTEGER PRIMARY KEY, at REAL);
-CREATE TABLE IF NOT EXISTS human_reliability (
-    person TEXT PRIMARY KEY, labels INTEGER, checked INTEGER, gold INTEGER,
-    gold_correct INTEGER, agreement REAL, accuracy REAL, weight REAL, fitted_at REAL
-);
-"""
-
-#: columns added after schema version 1 (older ledgers get them on open)
-_ADDED = {"human_queue": {"raw": "TEXT", "line": "INTEGER", "given": "INTEGER DEFAULT 0",
-                          "price": "REAL", "wanted": "INTEGER DEFAULT 1",
-                          "confidence": "REAL", "note": "TEXT"}}  # fmt: skip
-
-#: schema 3: a task's labels are rows of ``human_labels`` (one per slot); a task of an older
-#: ledger is one slot, its own call
-_SLOTS_OF_OLD_TASKS = """
-INSERT OR IGNORE INTO human_labels (request_key, slot, item_id, call_id, status, person,
-    label, raw, line, answered_at)
-SELECT request_key, 0, item_id, call_id,
-    CASE status WHEN 'pending' THEN 'open' WHEN 'answered' THEN 'answered' ELSE status END,
-    answered_by, label, raw, line, answered_at
-FROM human_queue q WHERE NOT EXISTS (SELECT 1 FROM human_labels l
-                                     WHERE l.request_key = q.request_key)
-"""
-
-_TASK_COLUMNS = ["request_key", "item_id", "annotator", "call_id", "status", "submitted_at",
-                 "answered_at", "label", "answered_by", "raw", "line", "given", "price",
-                 "wanted", "confidence", "note"]  # fmt: skip
 
 #: integer nano-units of a money column, summed without float drift
 _U = "CAST(round({} * 1000000000) AS INTEGER)"
@@ -126,29 +58,6 @@ def money_str(units: int) -> str:
 DONE = ("ok", "unparseable")
 
 
-def _open_readonly(path: Path) -> sqlite3.Connection:
-    """A query-only connection that also works where the ledger's folder (or file) cannot be
-    written: SQLite then cannot create the WAL index (``-shm``) a normal reader needs, so
-    the file is opened as immutable (nothing can be writing it: no ``annotate`` can run
-    there). Any other failure is one :class:`QuorumError` line."""
-    uri = path.resolve().as_uri()
-    last: Exception | None = None
-    for query in ("?mode=ro", "?mode=ro&immutable=1"):
-        try:
-            conn = sqlite3.connect(
-                uri + query, uri=True, check_same_thread=False, timeout=30, isolation_level=None
-            )
-            conn.execute("PRAGMA query_only=ON")
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            return conn
-        except sqlite3.Error as exc:
-            last = exc
-    raise QuorumError(
-        f"cannot read the ledger {path}: {last} (check that the file and its folder can be "
-        "read; a copy of the folder can be read anywhere)"
-    )
-
-
 class LedgerLockedError(QuorumError):
     """Another process is running this project."""
 
@@ -162,7 +71,7 @@ class Ledger:
         if readonly:
             if not self.path.is_file():
                 raise QuorumError(f"no ledger at {self.path}: run `quorum annotate` first")
-            self.conn = _open_readonly(self.path)
+            self.conn = open_readonly(self.path)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(
@@ -171,22 +80,13 @@ class Ledger:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute(f"PRAGMA synchronous={sync.upper()}")
             self.conn.executescript(SCHEMA)
-            self._migrate()
+            migrate(self.conn)
             self.conn.execute(
                 "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
             )
         self.conn.row_factory = sqlite3.Row
         self._lock = threading.RLock()
         self._lockfile: Any = None
-
-    def _migrate(self) -> None:
-        for table, cols in _ADDED.items():
-            have = {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
-            for col, decl in cols.items():
-                if col not in have:
-                    self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {col} {decl}")
-        self.conn.execute(_SLOTS_OF_OLD_TASKS)
-        self.conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (SCHEMA_VERSION,))
 
     # -- process lock ------------------------------------------------------
     def acquire(self) -> None:
@@ -278,17 +178,17 @@ class Ledger:
 
     # -- calls -------------------------------------------------------------
     def completed(self, key: str) -> sqlite3.Row | None:
-        rows = self.query(
-            "SELECT * FROM calls WHERE request_key=? AND status IN ('ok','unparseable') "
-            "ORDER BY call_id LIMIT 1",
-            (key,),
-        )
-        return rows[0] if rows else None
+        """The first answered call of ``key`` (the response cache), if any."""
+        return self._first_call(key, "'ok','unparseable'")
 
     def by_key(self, key: str) -> sqlite3.Row | None:
+        """The first answered or pending call of ``key``, if any."""
+        return self._first_call(key, "'ok','unparseable','pending'")
+
+    def _first_call(self, key: str, statuses: str) -> sqlite3.Row | None:
         rows = self.query(
-            "SELECT * FROM calls WHERE request_key=? AND status IN ('ok','unparseable','pending')"
-            " ORDER BY call_id LIMIT 1",
+            f"SELECT * FROM calls WHERE request_key=? AND status IN ({statuses}) "
+            "ORDER BY call_id LIMIT 1",
             (key,),
         )
         return rows[0] if rows else None
@@ -349,7 +249,7 @@ class Ledger:
         where, args = ("WHERE status=?", (status,)) if status else ("", ())
         have = {r[1] for r in self.query("PRAGMA table_info(human_queue)")}
         # a read-only look at a ledger of an older schema: its missing columns are NULL
-        cols = ", ".join(c if c in have else f"NULL AS {c}" for c in _TASK_COLUMNS)
+        cols = ", ".join(c if c in have else f"NULL AS {c}" for c in TASK_COLUMNS)
         return self.frame(
             f"SELECT {cols} FROM human_queue {where} ORDER BY submitted_at, item_id", args
         )
@@ -398,28 +298,22 @@ class Ledger:
     # -- results -----------------------------------------------------------
     def write_result(self, run_id: int, pass_no: int, annotations: pd.DataFrame,
                      labels: pd.DataFrame, trace: pd.DataFrame | None) -> None:  # fmt: skip
+        """A pass's result: its calls and trace (``decisions``) and its labels (``labels``),
+        replacing what the pass wrote before."""
         with self.tx() as c:
             c.execute("DELETE FROM decisions WHERE run_id=? AND pass=?", (run_id, pass_no))
             c.execute("DELETE FROM labels WHERE run_id=? AND pass=?", (run_id, pass_no))
             known = {"item_id", "annotator", "output", "status", "cost", "phase", "step", "kind"}
             for r in annotations.to_dict("records"):
                 extra = {k: v for k, v in r.items() if k not in known}
-                c.execute(
-                    "INSERT INTO decisions VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (run_id, pass_no, "call", _int(r.get("step")), _s(r.get("item_id")),
-                     _s(r.get("annotator")), _s(r.get("phase")), _s(r.get("kind")),
-                     _s(r.get("output")), _s(r.get("status")), _f(r.get("cost")),
-                     json.dumps(extra, default=str) if extra else None),
-                )  # fmt: skip
+                ext = json.dumps(extra, default=str) if extra else None
+                row = (run_id, pass_no, "call", _int(r.get("step")))
+                c.execute(_DECISION, (*row, *_decided(r, r.get("annotator")), ext))
             if trace is not None and len(trace):
                 for i, r in enumerate(trace.to_dict("records")):
-                    c.execute(
-                        "INSERT INTO decisions VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                        (run_id, pass_no, "trace", i, _s(r.get("item_id")),
-                         _s(r.get("annotator", r.get("arm"))), _s(r.get("phase")),
-                         _s(r.get("kind")), _s(r.get("output")), _s(r.get("status")),
-                         _f(r.get("cost")), json.dumps(r, default=str)),
-                    )  # fmt: skip
+                    who = r.get("annotator", r.get("arm"))
+                    row = (run_id, pass_no, "trace", i)
+                    c.execute(_DECISION, (*row, *_decided(r, who), json.dumps(r, default=str)))
             base = {"item_id", "output", "n_annotations", "agreement", "human", "annotators"}
             for r in labels.to_dict("records"):
                 extra = {k: v for k, v in r.items() if k not in base}
@@ -460,20 +354,11 @@ class Ledger:
         return out
 
 
-def _s(x: Any) -> str | None:
-    if x is None or (isinstance(x, float) and x != x):
-        return None
-    return str(x)
+_DECISION = "INSERT INTO decisions VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
 
 
-def _f(x: Any) -> float | None:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return None if v != v else v
-
-
-def _int(x: Any) -> int | None:
-    v = _f(x)
-    return None if v is None else int(v)
+def _decided(r: dict[str, Any], annotator: Any) -> tuple:
+    """The middle cells of a ``decisions`` row: item, annotator, phase, kind, output,
+    status, cost."""
+    return (_s(r.get("item_id")), _s(annotator), _s(r.get("phase")), _s(r.get("kind")),
+            _s(r.get("output")), _s(r.get("status")), _f(r.get("cost")))  # fmt: skip

@@ -21,7 +21,6 @@ from collections.abc import Sequence
 
 from quorum.errors import ConfigError
 from quorum.live.calls import (
-    Annotator,
     AttemptHook,
     CallKind,
     Health,
@@ -32,9 +31,10 @@ from quorum.live.calls import (
     request_key,
 )
 from quorum.live.chat_try import ChatTry, Reply, classify, get_litellm
-from quorum.live.config import AnnotatorConfig
+from quorum.live.config_annotators import AnnotatorConfig
 from quorum.live.openai_http import HTTPCallError, direct_model
 from quorum.live.output import CONSTRAINT_KEYS, OutputConstraint, detect_output
+from quorum.live.priced import PricedAnnotator
 from quorum.live.prompts import ItemView, PromptBuilder
 
 log = logging.getLogger("quorum.live")
@@ -72,7 +72,7 @@ class TokenPrices:
         return prompt_tokens * self.input + completion_tokens * self.output
 
 
-class LLMAnnotator(Annotator):
+class LLMAnnotator(PricedAnnotator):
     kind = "llm"
 
     def __init__(
@@ -184,12 +184,6 @@ class LLMAnnotator(Annotator):
             most = max(most, n)
         pt = int(most * self.cfg.prompt_token_margin) + 16
         return float(self.prices.cost(pt, self.max_tokens + 1))
-
-    def price(self) -> float:
-        return self._price
-
-    def confidence_price(self) -> float:
-        return self._conf_price
 
     @property
     def gives_confidence(self) -> bool:

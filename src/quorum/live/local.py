@@ -17,7 +17,6 @@ from typing import Any
 
 from quorum.errors import ConfigError
 from quorum.live.calls import (
-    Annotator,
     AttemptHook,
     CallKind,
     Health,
@@ -25,6 +24,7 @@ from quorum.live.calls import (
     Response,
     request_key,
 )
+from quorum.live.priced import PricedAnnotator
 from quorum.live.prompts import ItemView
 from quorum.models.classifiers import LocalModel, Prediction
 
@@ -57,7 +57,7 @@ class CallableAnnotator(LocalModel):
         return cls(obj, ident=path)
 
 
-class LocalAnnotator(Annotator):
+class LocalAnnotator(PricedAnnotator):
     """An arm backed by a :class:`LocalModel`, with a fixed price per call (default 0)."""
 
     kind = "model"
@@ -80,12 +80,6 @@ class LocalAnnotator(Annotator):
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"quorum-{name}")
         self._queue: list[tuple[ItemView, asyncio.Future]] = []
         self._scheduled = False
-
-    def price(self) -> float:
-        return self._price
-
-    def confidence_price(self) -> float:
-        return self._conf_price
 
     @property
     def gives_confidence(self) -> bool:

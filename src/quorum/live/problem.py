@@ -11,7 +11,8 @@ import pandas as pd
 from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, TaskSpec, TaskType
 from quorum.features.light import light_features
 from quorum.live.calls import Annotator, Redactor
-from quorum.live.config import AnnotatorConfig, ProjectConfig
+from quorum.live.config import ProjectConfig
+from quorum.live.config_annotators import AnnotatorConfig
 from quorum.live.humans import FileHumanQueue, HumanQueue
 from quorum.live.llm import LLMAnnotator
 from quorum.live.local import CallableAnnotator, LocalAnnotator

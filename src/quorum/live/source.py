@@ -1,9 +1,9 @@
 """LiveSource: the AnnotationSource that calls LLMs, local models and humans for real.
 
-Every call goes: ledger cache look-up -> project money guard -> global concurrency slot ->
-``inflight`` row committed -> the call (with retries) -> response, parse result and cost
-committed -> Outcome returned. ``annotate_many`` runs its requests concurrently on a private
-asyncio loop (one background thread), under per-annotator semaphores and rate limits and a
+Machine calls are made once and recorded (:class:`~quorum.live.machine_calls.MachineCalls`:
+ledger cache look-up -> money guard -> concurrency slot -> ``inflight`` row -> the call ->
+result committed). ``annotate_many`` runs its requests concurrently on a private asyncio
+loop (:mod:`~quorum.live.loop`), under per-annotator semaphores and rate limits and a
 global concurrency cap.
 
 Human tasks are sent ahead (issue 27): a pass that reaches a human task still waiting for
@@ -22,89 +22,28 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from quorum.data.schema import TaskType
-from quorum.live.calls import Annotator, Redactor, Request, Response, request_key
+from quorum.live.calls import Annotator, Redactor, Request
 from quorum.live.collector import AnswerCollector, Collected
 from quorum.live.human_book import HumanBook
-from quorum.live.humans import HumanArm, HumanTask, match_label
+from quorum.live.human_tasks import human_task, label_help, match_answer, task_key
+from quorum.live.humans import HumanArm, HumanTask
 from quorum.live.ledger import Ledger
-from quorum.live.parsing import LabelParser, Parsed, parse_confidence, parse_summary
+from quorum.live.live_stats import LiveStats
+from quorum.live.loop import shared_loop
+from quorum.live.machine_calls import DEFERRED, NOT_MADE, MachineCalls
+from quorum.live.money_guard import MoneyGuard
+from quorum.live.parsing import LabelParser
 from quorum.live.prompts import ItemView
 from quorum.routing.base import Outcome
 from quorum.routing.budget import from_units, to_units
 
 log = logging.getLogger("quorum.live")
-T = TypeVar("T")
-
-
-class LoopThread:
-    """A private event loop in a daemon thread; sync code submits coroutines to it.
-
-    One loop serves the whole process (:func:`shared_loop`): litellm keeps its HTTP clients
-    and a logging task per loop, so the loop lives as long as the process.
-    """
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(
-            target=self.loop.run_forever, name="quorum-live", daemon=True
-        )
-        self.thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        if threading.current_thread() is self.thread:
-            raise RuntimeError("LiveSource calls must not be made from its own event loop")
-        fut = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        try:
-            return fut.result()
-        except BaseException:
-            fut.cancel()
-            raise
-
-
-_SHARED: LoopThread | None = None
-_SHARED_LOCK = threading.Lock()
-
-
-def shared_loop() -> LoopThread:
-    global _SHARED
-    with _SHARED_LOCK:
-        if _SHARED is None or not _SHARED.thread.is_alive():
-            _SHARED = LoopThread()
-        return _SHARED
-
-
-#: the raw text of an outcome the source did not produce because the pass is frozen
-DEFERRED = "deferred: the routing pass waits for human answers"
-#: ... and of a call the router planned that the ledger has no money left for
-NOT_MADE = "not made: the project budget is spent (see the ledger)"
-
-
-@dataclass
-class LiveStats:
-    """Running counts for the progress bar (this process)."""
-
-    n_items: int
-    budget: float
-    committed: float = 0.0  # paid + held for pending humans, whole ledger
-    calls: int = 0
-    cached: int = 0
-    new_calls: int = 0
-    failed: int = 0
-    unparseable: int = 0
-    pending: int = 0
-    items_ok: set[str] = field(default_factory=set)
-
-    @property
-    def left(self) -> float:
-        return max(0.0, self.budget - self.committed)
 
 
 class LiveSource:
@@ -139,12 +78,13 @@ class LiveSource:
         self.redact = redactor or Redactor()
         self.on_event = on_event
         self.concurrency = concurrency
-        self.limit_u = to_units(budget_limit)
-        money = ledger.money()
-        self.stats = LiveStats(len(items), budget_limit, committed=money["committed"])
-        self._committed_u = to_units(money["committed"])
-        self._held_u = 0  # reservations of calls in flight
-        self._inflight: dict[str, asyncio.Future] = {}
+        self.stats = LiveStats(len(items), budget_limit, committed=ledger.money()["committed"])
+        self.guard = MoneyGuard(ledger, budget_limit, self.stats)
+        self.calls = MachineCalls(
+            ledger=ledger, run_id=run_id, task_type=task_type, parser=parser, guard=self.guard,
+            stats=self.stats, redact=self.redact, concurrency=concurrency, event=self._event,
+            overplanned=self._overplanned,
+        )  # fmt: skip
         self._to_submit: dict[str, HumanTask] = {}
         #: the pass makes no new call and sends no new task (see the module docstring)
         self.frozen = False
@@ -155,8 +95,6 @@ class LiveSource:
         self._reported: set[tuple] = set()
         self._last: dict[tuple[str, str], str] = {}
         self._emb: dict[str, np.ndarray] = {}
-        self._sem: asyncio.Semaphore | None = None
-        self._guard_warned = False
         #: a call the router planned that the ledger has no money left for (spent on calls
         #: this pass does not reuse: an earlier pass's, a killed run's) is not made and not
         #: written, only counted in ``not_made`` (False: written as a refused call); the
@@ -220,12 +158,8 @@ class LiveSource:
         self.not_made = 0
         self.blocking = {}
         self.asked_human = {}
-        self._sync_money()
+        self.guard.sync()
         self.stats.items_ok = set()
-
-    def _sync_money(self) -> None:
-        self._committed_u = self.ledger.money_units()["committed"]
-        self.stats.committed = from_units(self._committed_u)
 
     def prior_outcomes(self) -> list[Outcome]:
         """Answers the router gets before it starts, charged to its budget: machine answers
@@ -258,7 +192,7 @@ class LiveSource:
         if self.collector is None:
             return Collected()
         got = self.collector.collect()
-        self._sync_money()
+        self.guard.sync()
         return got
 
     def human_quality(self) -> float | None:
@@ -279,11 +213,10 @@ class LiveSource:
     # -- the public face the answer collector uses (quorum.live.collector.AnswerSink) --
     def room(self, units: int) -> bool:
         """Whether the budget has ``units`` left beside what is paid, held and reserved."""
-        return self._committed_u + self._held_u + units <= self.limit_u
+        return self.guard.room(units)
 
     def commit(self, units: int) -> None:
-        self._committed_u += units
-        self.stats.committed = from_units(self._committed_u)
+        self.guard.commit(units)
 
     def late_call(self, key: str, item_id: str, slot: int, label: str, raw: str,
                   price: float) -> int:  # fmt: skip
@@ -302,20 +235,11 @@ class LiveSource:
             self.human.queue.submit([self._human_task(self.items[item_id], key)])
 
     def match(self, item: ItemView, raw: str) -> str | None:
-        if self.task_type is TaskType.summarization:
-            return raw.strip() or None
-        b = self.human.builder if self.human is not None else None
-        if b is None:
-            return None
-        return match_label(raw, b.labels, b.label_names, b.options(item))
+        return match_answer(self.human, self.task_type, item, raw)
 
     def label_help(self, item: ItemView) -> str:
         assert self.human is not None
-        b = self.human.builder
-        opts = b.options(item)
-        names = [b.label_names.get(lab, lab) for lab in b.labels]
-        shown = sorted(set(b.labels) | set(names) | set(opts), key=str)
-        return f"use one of {shown} or an index 0..{min(len(opts), len(b.labels)) - 1}"
+        return label_help(self.human, item)
 
     def report(self, key: tuple, msg: str, *args: Any) -> None:
         """Log a problem with the answers once per project (remembered in the ledger)."""
@@ -343,7 +267,7 @@ class LiveSource:
             self.book.stop(key, "withdrawn", "no routing pass needs it")
         if self.human is not None and keys:
             self.human.queue.withdraw(list(keys.values()))
-        self._sync_money()
+        self.guard.sync()
 
     def close(self) -> None:
         for a in self.annotators.values():
@@ -353,8 +277,6 @@ class LiveSource:
 
     # -- the async core --------------------------------------------------------
     async def _many(self, requests: list[tuple[str, str]]) -> list[Outcome]:
-        if self._sem is None:
-            self._sem = asyncio.Semaphore(self.concurrency)
         if (
             not self.frozen
             and self.human is not None
@@ -395,144 +317,10 @@ class LiveSource:
             pred = row["output"] if row is not None and row["status"] == "ok" else None
         if pred is None:
             return Outcome(item_id, annotator, None, 0.0, status="failed", raw="no prior answer")
-        if self._sem is None:
-            self._sem = asyncio.Semaphore(self.concurrency)
         return await self._execute(ann, ann.request(item, "confidence", prediction=pred))
 
     async def _execute(self, ann: Annotator, req: Request) -> Outcome:
-        """Serve from the ledger, or make (and record) the call exactly once."""
-        row = self.ledger.completed(req.key)
-        if row is not None:
-            return self._from_row(req, row, cached=True)
-        if self.frozen:
-            return Outcome(req.item_id, req.annotator, None, 0.0, status="failed", raw=DEFERRED)
-        waiting = self._inflight.get(req.key)
-        if waiting is not None:  # the same request is in flight: share its answer
-            await asyncio.shield(waiting)
-            row = self.ledger.completed(req.key)
-            if row is not None:
-                return self._from_row(req, row, cached=True)
-        fut = asyncio.get_running_loop().create_future()
-        self._inflight[req.key] = fut
-        try:
-            return await self._call(ann, req)
-        finally:
-            self._inflight.pop(req.key, None)
-            fut.set_result(None)
-
-    async def _call(self, ann: Annotator, req: Request) -> Outcome:
-        if not ann.available:
-            return self._refuse(ann, req, f"endpoint declared dead: {ann.health.reason}")
-        if not self._hold(req.reserved):
-            if self.skip_unpaid:
-                return self._overplanned(req.item_id, req.annotator)
-            return self._refuse(
-                ann,
-                req,
-                "project budget reached: the ledger already holds "
-                f"{from_units(self._committed_u):.6g} of {from_units(self.limit_u):.6g} "
-                "(calls from earlier runs that this run did not reuse count too)",
-            )
-        assert self._sem is not None
-        try:
-            # the ``inflight`` row is written once the call has a slot: at most
-            # ``concurrency`` rows can be in flight, so a kill cuts off at most that many
-            async with self._sem:
-                if not ann.available:  # it died while this call waited for a slot
-                    self._release(req.reserved)
-                    return self._refuse(ann, req, f"endpoint declared dead: {ann.health.reason}")
-                resp, parsed = await self._send(ann, req)
-        except BaseException:
-            self._release(req.reserved)
-            raise
-        cost = resp.cost
-        self._settle(req.reserved, cost)
-        status = "failed" if resp.status != "ok" else parsed.status
-        out = Outcome(
-            req.item_id,
-            req.annotator,
-            parsed.output if status == "ok" and req.kind == "annotate" else None,
-            cost,
-            status=status,  # type: ignore[arg-type]
-            confidence=parsed.confidence,
-            raw=self.redact(resp.raw) if resp.raw is not None else resp.error,
-        )
-        self.stats.new_calls += 1
-        self._event(out)
-        return out
-
-    async def _send(self, ann: Annotator, req: Request) -> tuple[Response, Parsed]:
-        """Write the ``inflight`` row, make the call, record its result (inside a slot)."""
-        call_id = self.ledger.start_call(
-            self.run_id, req.key, req.kind, req.item_id, req.annotator, ann.kind, ann.model,
-            ann.api_base, req.prompt, req.params, req.reserved,
-        )  # fmt: skip
-
-        def on_attempt(n: int, started: float, lat: float, outcome: str, err: str | None):
-            if outcome != "ok":  # successful tries are recorded with the call itself
-                self.ledger.add_attempt(call_id, n, started, lat, outcome, self.redact(err))
-
-        resp = await ann.call(req, on_attempt)
-        parsed = self._parse(req, resp)
-        status = "failed" if resp.status != "ok" else parsed.status
-        cost = resp.cost
-        if cost > req.reserved + 1e-12:
-            log.warning(
-                "call to %s cost %.6g, more than its reserved bound %.6g; raise "
-                "prompt_token_margin or set max_tokens for this annotator",
-                req.annotator,
-                cost,
-                req.reserved,
-            )
-        self.ledger.finish_call(
-            call_id,
-            status=status,
-            response_raw=self.redact(resp.raw),
-            output=parsed.output,
-            confidence=parsed.confidence,
-            parse_note=parsed.reason or None,
-            error=self.redact(resp.error),
-            cost=cost,
-            cost_source=resp.cost_source,
-            token_cost=resp.token_cost,
-            prompt_tokens=resp.prompt_tokens,
-            completion_tokens=resp.completion_tokens,
-            latency_s=resp.latency,
-            attempts=resp.attempts,
-        )
-        return resp, parsed
-
-    def _parse(self, req: Request, resp: Response) -> Parsed:
-        if resp.status != "ok":
-            return Parsed("unparseable", None, "")
-        if req.kind == "confidence":
-            if resp.confidence is not None:
-                return Parsed("ok", f"{resp.confidence:.6g}", confidence=resp.confidence)
-            return parse_confidence(resp.raw)
-        text = resp.extra.get("output", resp.raw) if resp.extra else resp.raw
-        if self.task_type is TaskType.summarization or self.parser is None:
-            p = parse_summary(text)
-        else:
-            opts = list(req.item.choices) if req.item.choices else None
-            p = self.parser.parse(text, opts)
-        if p.ok and resp.confidence is not None:
-            return Parsed(p.status, p.output, p.reason, confidence=resp.confidence)
-        return p
-
-    def _refuse(self, ann: Annotator, req: Request, why: str) -> Outcome:
-        call_id = self.ledger.start_call(
-            self.run_id, req.key, req.kind, req.item_id, req.annotator, ann.kind, ann.model,
-            ann.api_base, req.prompt, req.params, 0.0,
-        )  # fmt: skip
-        self.ledger.finish_call(
-            call_id, status="failed", error=why, cost=0.0, cost_source="not made", attempts=0
-        )
-        if why.startswith("project budget") and not self._guard_warned:
-            self._guard_warned = True
-            log.warning("%s", why)
-        out = Outcome(req.item_id, req.annotator, None, 0.0, status="failed", raw=why)
-        self._event(out)
-        return out
+        return await self.calls.execute(ann, req, frozen=self.frozen, skip_unpaid=self.skip_unpaid)
 
     def _overplanned(self, item_id: str, annotator: str) -> Outcome:
         """A call the router planned that the ledger has no money left for (it went to
@@ -543,48 +331,17 @@ class LiveSource:
         self._event(out)
         return out
 
-    def _from_row(self, req: Request, row: Any, cached: bool) -> Outcome:
-        status = row["status"]
-        out = Outcome(
-            req.item_id,
-            req.annotator,
-            row["output"] if status == "ok" and req.kind == "annotate" else None,
-            float(row["cost"] or 0.0),
-            status=status,
-            confidence=row["confidence"],
-            raw=row["response_raw"],
-        )
-        if cached:
-            self.stats.cached += 1
-        self._event(out)
-        return out
-
     # -- humans ----------------------------------------------------------------
     def _human_task(self, item: ItemView, key: str | None = None) -> HumanTask:
         assert self.human is not None
-        b = self.human.builder
-        choices = [] if self.task_type is TaskType.summarization else b.options(item)
-        k = self.human.labels_per_item
-        by: tuple[str, ...] = ()
-        if k > 1 and key is not None:
-            lab = self.book.labels(key)
-            by = tuple(p for p, st in zip(lab["person"], lab["status"], strict=True)
-                       if st in ("answered", "late") and isinstance(p, str))  # fmt: skip
-        return HumanTask(item, b.instructions, choices, wanted=k, answered_by=by)
-
-    def _human_key(self, item: ItemView) -> str:
-        assert self.human is not None
-        return request_key(
-            {"human": self.human.name, "text": item.text, "choices": item.choices,
-             "instructions": self.human.builder.instructions, "item_id": item.item_id}
-        )  # fmt: skip
+        return human_task(self.human, item, self.task_type, self.book, key)
 
     def _human_call(self, item: ItemView) -> Outcome:
         """The item's human task: its (voted) label if it has one, pending while it waits
         (sent once, holding the price of each label wanted), failed if it expired."""
         assert self.human is not None
         h = self.human
-        key = self._human_key(item)
+        key = task_key(h, item)
         self.asked_human[key] = item.item_id
         task = self.ledger.human_task(key)
         status = task["status"] if task is not None else None
@@ -601,7 +358,7 @@ class LiveSource:
         if self.frozen and status != "pending":
             return Outcome(item.item_id, h.name, None, 0.0, status="pending", raw=DEFERRED)
         if status is None or status == "withdrawn":
-            if not self._hold(h.task_price):
+            if not self.guard.hold(h.task_price):
                 if self.skip_unpaid:
                     return self._overplanned(item.item_id, h.name)
                 return Outcome(
@@ -620,7 +377,7 @@ class LiveSource:
                 self.ledger.queue_human(key, item.item_id, h.name, ids, h.price)
             else:
                 self.book.reopen(key, h.price)
-            self._settle(h.task_price, h.task_price)
+            self.guard.settle(h.task_price, h.task_price)
             self._to_submit[item.item_id] = self._human_task(item, key)
         cost = self._task_cost(key)
         if not self.frozen:
@@ -629,35 +386,10 @@ class LiveSource:
         self._event(out)
         return out
 
-    # -- money -----------------------------------------------------------------
-    def _hold(self, amount: float) -> bool:
-        u = to_units(amount)
-        if self._committed_u + self._held_u + u > self.limit_u:
-            return False
-        self._held_u += u
-        return True
-
-    def _release(self, amount: float) -> None:
-        self._held_u -= to_units(amount)
-
-    def _settle(self, reserved: float, cost: float) -> None:
-        self._held_u -= to_units(reserved)
-        self._committed_u += to_units(cost)
-        self.stats.committed = from_units(self._committed_u)
-
     def _event(self, out: Outcome) -> None:
-        s = self.stats
-        s.calls += 1
-        if out.status == "ok" and out.output is not None:
-            s.items_ok.add(out.item_id)
-        elif out.status == "failed":
-            s.failed += 1
-        elif out.status == "unparseable":
-            s.unparseable += 1
-        elif out.status == "pending":
-            s.pending += 1
+        self.stats.count(out)
         if self.on_event is not None:
             try:
-                self.on_event(out, s)
+                self.on_event(out, self.stats)
             except Exception:  # a display problem must never break a run
                 log.debug("progress callback failed", exc_info=True)

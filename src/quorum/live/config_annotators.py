@@ -1,0 +1,85 @@
+"""The ``[[annotators]]`` entries of a project file: one arm each (LLM, local model, human)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from quorum.data.schema import GOLD_HUMAN
+
+_Strict = ConfigDict(extra="forbid")
+
+
+class AnnotatorConfig(BaseModel):
+    """One arm: ``kind = "llm"`` (litellm), ``"model"`` (local) or ``"human"`` (file queue)."""
+
+    model_config = _Strict
+
+    name: str = Field(min_length=1)
+    kind: Literal["llm", "model", "human"] = "llm"
+    # -- llm ----------------------------------------------------------------
+    model: str | None = Field(
+        default=None,
+        description="litellm model name (llm), or 'zero-shot' / 'module:function' (model)",
+    )
+    api_base: str | None = None
+    api_key_env: str | None = Field(default=None, description="env var that holds the key")
+    price: float | None = Field(default=None, ge=0.0, description="fixed cost per call")
+    input_cost_per_token: float | None = Field(default=None, ge=0.0)
+    output_cost_per_token: float | None = Field(default=None, ge=0.0)
+    confidence_price: float | None = Field(default=None, ge=0.0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    seed: int | None = None
+    params: dict[str, Any] = Field(default_factory=dict, description="extra litellm params")
+    client: Literal["auto", "litellm", "http"] = Field(
+        default="auto",
+        description="auto: a lean HTTP client for openai/NAME at an api_base, litellm otherwise",
+    )
+    output: Literal["auto", "grammar", "json_schema", "free"] = Field(
+        default="auto",
+        description="constrain answers to the options (docs/live.md): auto detects it",
+    )
+    logprobs: bool | None = Field(
+        default=None, description="logprobs over the options as confidence; None: if constrained"
+    )
+    prompt: str | None = Field(default=None, description="template text or a .txt file path")
+    confidence_prompt: str | None = None
+    system_prompt: str | None = None
+    timeout: float = Field(default=60.0, gt=0.0)
+    max_retries: int = Field(default=4, ge=0, le=20)
+    backoff_base: float = Field(default=0.5, ge=0.0)
+    backoff_max: float = Field(default=30.0, ge=0.0)
+    concurrency: int = Field(default=8, ge=1, le=1024)
+    rate_limit: float | None = Field(default=None, gt=0.0, description="requests per second")
+    dead_after: int = Field(default=3, ge=1, description="consecutive failed calls -> dead")
+    prompt_token_margin: float = Field(default=1.5, ge=1.0)
+    # -- human --------------------------------------------------------------
+    queue: str | None = Field(default=None, description="human queue folder")
+
+    @model_validator(mode="after")
+    def _check(self) -> AnnotatorConfig:
+        if self.name == GOLD_HUMAN:
+            raise ValueError("'gold' is reserved (the gold column acting as the human)")
+        bad = sorted(set(self.params) & {"api_key", "model", "messages", "api_base"})
+        if bad:
+            raise ValueError(
+                f"annotator {self.name!r}: params may not set {bad}; keys come from the "
+                "environment (api_key_env), model and api_base are their own fields"
+            )
+        if self.kind == "llm" and not self.model:
+            raise ValueError(f"annotator {self.name!r}: an llm annotator needs `model`")
+        if self.kind == "model" and not self.model:
+            raise ValueError(
+                f"annotator {self.name!r}: a model annotator needs `model` "
+                "('zero-shot' or 'package.module:function')"
+            )
+        if self.kind == "human" and self.price is None:
+            raise ValueError(f"annotator {self.name!r}: a human annotator needs a `price`")
+        if self.kind == "model" and self.model != "zero-shot" and ":" not in str(self.model):
+            raise ValueError(
+                f"annotator {self.name!r}: model must be 'zero-shot' or 'module:function', "
+                f"got {self.model!r}"
+            )
+        return self
