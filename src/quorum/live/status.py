@@ -18,14 +18,17 @@ from quorum.live.run_progress import progress_line
 from quorum.live.summary import (
     DONE,
     decisions_of,
-    float_or_none,
     last_pass,
     quality_of,
     row_extra,
 )
+from quorum.live.values import float_or_none
 from quorum.routing.budget import from_units, to_units
 
 log = logging.getLogger("quorum.live")
+
+#: issue #24's estimate keys in the status, when the run has one
+QUALITY_KEYS = ("quality_estimate", "quality_low", "quality_high")
 
 
 def _human_links(cfg: ProjectConfig, item_ids: list[str]) -> dict[str, str]:
