@@ -152,7 +152,7 @@ def _f3(x) -> str:
 
 
 def test_every_section_renders(page) -> None:
-    from quorum.live.report import SECTIONS
+    from quorum.live.report_sections import SECTIONS
 
     h2 = js(page, "return [...document.querySelectorAll('section h2')].map(e => e.innerText)")
     assert h2 == [t for _k, t in SECTIONS]

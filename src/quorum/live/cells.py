@@ -1,4 +1,5 @@
-"""Table cells as the ledger stores them: missing values (None, NaN) become NULL."""
+"""Table cells as the ledger stores them and as they are read back: missing values (None,
+NaN) become NULL, or None."""
 
 from __future__ import annotations
 

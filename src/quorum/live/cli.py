@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from quorum.errors import QuorumError
+
+if TYPE_CHECKING:
+    from quorum.live.summary import RunSummary
 
 
 def _setup_logging(quiet: bool) -> None:
@@ -39,6 +43,7 @@ UNLABELLED_EXIT = 3
 
 
 def _fail(exc: Exception) -> None:
+    """Print ``exc`` as one red ``error:`` line and exit with status 2."""
     if isinstance(exc, OSError) and not isinstance(exc, QuorumError):
         where = exc.filename or "a file"
         exc = QuorumError(
@@ -50,296 +55,253 @@ def _fail(exc: Exception) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("annotate")
-    def annotate_cmd(
-        project: Path = typer.Argument(..., help="project file (.toml or .yaml)"),
-        wait: float = typer.Option(
-            0.0, "--wait", help="at most this many seconds (in all) of waiting for human answers"
-        ),
-        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
-        engine: str | None = typer.Option(
-            None,
-            "--engine",
-            help="local or ray: where LLM calls and features run (overrides the project's engine)",
-        ),
-    ) -> None:
-        """Label a project's items under its budget (resumes where a previous run stopped)."""
-        from quorum.live.config import load_project
-        from quorum.live.run_progress import progress_line
-        from quorum.live.runner import annotate
-
-        _setup_logging(quiet)
-        if wait < 0:
-            _fail(QuorumError(f"--wait must be 0 or more seconds, got {wait:g}"))
-        try:
-            cfg = load_project(project)
-            if engine is not None:
-                from quorum.engine import resolve_engine
-
-                cfg = cfg.model_copy(update={"engine": resolve_engine(engine)})
-            s = annotate(cfg, wait=wait, quiet=quiet)
-        except (QuorumError, OSError) as exc:
-            _fail(exc)
-            return
-        typer.echo(progress_line(s.labelled, s.n_items, s.spent, max(0.0, s.budget - s.spent)))
-        calls = ", ".join(f"{k} {v}" for k, v in sorted(s.calls.items()))
-        typer.echo(f"run {s.run_id}: {s.status} after {s.passes} pass(es); calls: {calls}")
-        if s.interrupted_before:
-            typer.echo(f"resumed: {s.interrupted_before} call(s) had been cut off by a stop")
-        if s.given or s.withdrawn:
-            typer.echo(
-                f"human tasks no pass asked for any more: {s.given} answer(s) given to the "
-                f"router, {s.withdrawn} pending task(s) withdrawn"
-            )
-        for name in s.dead:
-            typer.secho(f"annotator {name} was taken out of the run (dead endpoint)", fg="yellow")
-        if s.status == "pending" and str(s.queue).startswith(("http://", "https://")):
-            typer.secho(
-                f"the router waits for {len(s.waiting_for)} human answer(s) in Label Studio: "
-                f"{s.queue}; run again to collect their labels (or use --wait SECONDS)",
-                fg="yellow",
-            )
-            return
-        if s.status == "pending":
-            typer.secho(
-                f"the router waits for {len(s.waiting_for)} human answer(s) before it can go "
-                f"on (labels so far are provisional): see {s.queue}/pending.csv; write labels "
-                f"to {s.queue}/answers.csv (item_id,label[,annotator]) and run again "
-                "(or use --wait SECONDS)",
-                fg="yellow",
-            )
-            return
-        machines = [n for n in s.arms if n not in s.dead]
-        if s.arms and not machines:
-            _fail(
-                QuorumError(
-                    f"every machine annotator is dead ({', '.join(s.dead)}); {s.labelled} of "
-                    f"{s.n_items} item(s) labelled without them; fix the endpoint(s) and run "
-                    "again"
-                )
-            )
-        if s.filled:
-            typer.echo(
-                "labels from the fallback or from tasks sent ahead: "
-                + ", ".join(f"{n} by {by}" for by, n in sorted(s.filled.items()))
-            )
-        if s.unlabelled:
-            why = sorted(set(s.unlabelled.values()))
-            typer.secho(
-                f"not finished: {len(s.unlabelled)} of {s.n_items} item(s) have no label "
-                f"({'; '.join(why)}{'; ' + s.note if s.note else ''}): items "
-                f"{', '.join(list(s.unlabelled)[:10])}",
-                fg="red",
-                err=True,
-            )
-            raise typer.Exit(UNLABELLED_EXIT)
-        if s.labelled == 0:
-            _fail(QuorumError(f"no item was labelled: {s.note or 'see the log above'}"))
-
-    @app.command("plan")
-    def plan_cmd(
-        project: Path = typer.Argument(..., help="project file (.toml or .yaml)"),
-        llm_accuracy: float = typer.Option(
-            0.8, "--llm-accuracy", min=0.0, max=1.0, help="assumed accuracy of each LLM"
-        ),
-        features: str | None = typer.Option(
-            None, "--features", help="override the project's features (e.g. light)"
-        ),
-        as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
-    ) -> None:
-        """Before spending anything: max spend, expected LLM calls, human labels and hours."""
-        from quorum.live.config import load_project
-        from quorum.live.plan import plan
-
-        _setup_logging(True)
-        try:
-            p = plan(load_project(project), llm_accuracy=llm_accuracy, features=features)
-        except QuorumError as exc:
-            _fail(exc)
-            return
-        if as_json:
-            typer.echo(json.dumps(p.as_dict(), indent=2))
-            return
-        for line in p.lines():
-            typer.echo(line)
-
-    @app.command("status")
-    def status_cmd(
-        project: Path = typer.Argument(..., help="project file (.toml or .yaml)"),
-        as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
-    ) -> None:
-        """Progress, spending and calls of a project, from its ledger."""
-        from quorum.live.agreement import agreement_lines
-        from quorum.live.config import load_project
-        from quorum.live.status import status
-
-        try:
-            st = status(load_project(project))
-        except QuorumError as exc:
-            _fail(exc)
-            return
-        per = st.pop("per_annotator")
-        if as_json:
-            st["per_annotator"] = per.to_dict("records")
-            typer.echo(json.dumps(st, indent=2, default=str))
-            return
-        from rich.console import Console
-        from rich.table import Table
-
-        con = Console(soft_wrap=True)
-        if not con.is_terminal:
-            con = Console(soft_wrap=True, width=160)
-        con.print(f"[bold]{st['project']}[/bold]  ledger {st['ledger']}")
-        con.print(st["line"] + ("" if st["labels_final"] else " (provisional)"))
-        if st.get("provisional"):
-            con.print(f"provisional labels (their human task is pending): {st['provisional']}")
-        if st.get("unlabelled"):
-            why = sorted(set(st["unlabelled"].values()))
-            con.print(f"no label: {len(st['unlabelled'])} item(s) ({'; '.join(why)})")
-        last = st["last_run"]
-        if last:
-            con.print(
-                f"runs: {st['runs']} (last: #{last['run_id']} {last['status']}, "
-                f"method {last['method']}, seed {last['seed']})"
-            )
-        con.print("calls: " + ", ".join(f"{k} {v}" for k, v in sorted(st["calls"].items())))
-        if st["human_tasks"]:
-            con.print(
-                "human tasks: "
-                + ", ".join(f"{k} {v}" for k, v in sorted(st["human_tasks"].items()))
-            )
-        if st.get("human_team"):
-            q = st.get("human_quality")
-            con.print(
-                "human team (accuracy, labels, checked, gold right/of)"
-                + (f"; the arm's quality {q:.2f}" if q is not None else "")
-                + ": "
-                + ", ".join(
-                    f"{p['person'] or '?'} {p['accuracy']:.2f} ({p['labels']}, {p['checked']}, "
-                    f"{p['gold_correct']}/{p['gold']})"
-                    for p in st["human_team"]
-                )
-            )
-            ev = st.get("human_evidence") or {}
-            if ev and not ev.get("dependable"):
-                con.print(
-                    f"human reliabilities are not dependable: {ev['why']}",
-                    style="yellow",
-                    markup=False,
-                )
-        for line in agreement_lines(st["agreement"]):
-            con.print(line, markup=False, highlight=False)
-        for w in st.get("warnings") or []:
-            con.print(f"warning: {w}", style="yellow", markup=False)
-        q = st.get("quality")
-        if q:
-            con.print(
-                f"labels' quality (vs the human label): {q['quality_estimate']:.3f}, "
-                f"{q['quality_confidence']:.0%} interval {q['quality_low']:.3f}-"
-                f"{q['quality_high']:.3f}, from {q['quality_n_checks']} random checks"
-                + (f" ({q['pending_checks']} waiting)" if q.get("pending_checks") else "")
-            )
-        if st["held_for_humans"] != "0":
-            con.print(f"held for pending human labels: ${st['held_for_humans']}")
-        if st["interrupted_calls"]:
-            con.print(
-                f"interrupted calls: {st['interrupted_calls']} "
-                f"(possibly billed, at most ${st['interrupted_possibly_billed']})"
-            )
-        if st["pending_humans"]:
-            con.print(f"waiting for humans: {len(st['pending_humans'])} item(s) in {st['queue']}")
-        for item_id, url in list(st["human_links"].items())[:50]:
-            con.print(f"  {item_id}: {url}")
-        per = per.loc[:, [c for c in per.columns if c in _KEEP or per[c].fillna(0).any()]]
-        t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-        for c in per.columns:
-            t.add_column(_SHORT.get(c, c), justify="left" if c == "annotator" else "right")
-        for r in per.itertuples(index=False):
-            t.add_row(*[_fmt(v) for v in r])
-        con.print(t)
-
-    @app.command("export")
-    def export_cmd(
-        project: Path = typer.Argument(..., help="project file (.toml or .yaml)"),
-        fmt: str = typer.Option(
-            "csv", "--format", "-f", help="csv, jsonl, parquet or hf (a datasets folder + card)"
-        ),
-        out: Path | None = typer.Option(None, "--out", "-o", help="output file (hf: folder)"),
-        push_to_hub: str | None = typer.Option(
-            None,
-            "--push-to-hub",
-            help="with -f hf: also push to this Hub dataset repo (needs HF_HUB_OFFLINE=0 and "
-            "a token: HF_TOKEN or `hf auth login`)",
-        ),
-    ) -> None:
-        """Write final labels with provenance (annotators, answers, agreement, cost)."""
-        from quorum.live.config import load_project
-        from quorum.live.export_files import export
-
-        try:
-            if push_to_hub and fmt.lower() != "hf":
-                raise QuorumError("--push-to-hub needs -f hf")
-            path = export(load_project(project), fmt, out)
-            if push_to_hub:
-                from quorum.live.export_hf import push_to_hub as push
-
-                typer.echo(f"wrote {path}")
-                path = push(path, push_to_hub)
-        except (QuorumError, OSError) as exc:
-            _fail(exc)
-            return
-        typer.echo(f"{'pushed to' if push_to_hub else 'wrote'} {path}")
-
+    """Add the live commands to ``app``: ``annotate``, ``plan``, ``status``, ``export`` and
+    the ``labelstudio`` group (each command is a function of this module)."""
+    app.command("annotate")(annotate_cmd)
+    app.command("plan")(plan_cmd)
+    app.command("status")(status_cmd)
+    app.command("export")(export_cmd)
     ls_app = typer.Typer(
         name="labelstudio",
         help="Label Studio for the human arm: set up the people who label.",
         no_args_is_help=True,
     )
     app.add_typer(ls_app, name="labelstudio")
+    ls_app.command("users")(ls_users_cmd)
 
-    @ls_app.command("users")
-    def ls_users_cmd(
-        emails: list[str] = typer.Argument(..., help="e-mail of each annotator to create"),
-        data_dir: Path = typer.Option(
-            ..., "--data-dir", help="the server's data folder (label-studio start --data-dir)"
-        ),
-        url: str | None = typer.Option(
-            None,
-            "--url",
-            help="the running server, to check the new tokens (e.g. http://127.0.0.1:8080)",
-        ),
-        out: Path | None = typer.Option(
-            None,
-            "--out",
-            "-o",
-            help="write the accounts to this CSV file (mode 0600) instead of printing them",
-        ),
-    ) -> None:
-        """Create annotator accounts with a password and API tokens (or reset an existing
-        account's password and tokens); prints e-mail, password, personal access token."""
-        import csv
-        import io
-        import os
 
-        from quorum.live.labelstudio_server import create_users
+def annotate_cmd(
+    project: Path = typer.Argument(..., help="project file (.toml or .yaml)"),
+    wait: float = typer.Option(
+        0.0, "--wait", help="at most this many seconds (in all) of waiting for human answers"
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
+    engine: str | None = typer.Option(
+        None,
+        "--engine",
+        help="local or ray: where LLM calls and features run (overrides the project's engine)",
+    ),
+) -> None:
+    """Label a project's items under its budget (resumes where a previous run stopped)."""
+    from quorum.live.config import load_project
+    from quorum.live.runner import annotate
 
-        try:
-            users = create_users(data_dir, emails, url=url)
-        except QuorumError as exc:
-            _fail(exc)
-            return
-        buf = io.StringIO()
-        w = csv.writer(buf)
-        w.writerow(["email", "password", "personal_access_token", "legacy_token"])
-        for u in users:
-            w.writerow([u.email, u.password, u.pat, u.token])
-        if out is None:
-            typer.echo(buf.getvalue(), nl=False)
-            return
-        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(buf.getvalue())
-        typer.echo(f"wrote {len(users)} account(s) to {out} (secrets: keep it private)")
+    _setup_logging(quiet)
+    if wait < 0:
+        _fail(QuorumError(f"--wait must be 0 or more seconds, got {wait:g}"))
+    try:
+        cfg = load_project(project)
+        if engine is not None:
+            from quorum.engine import resolve_engine
+
+            cfg = cfg.model_copy(update={"engine": resolve_engine(engine)})
+        s = annotate(cfg, wait=wait, quiet=quiet)
+    except (QuorumError, OSError) as exc:
+        _fail(exc)
+        return
+    _print_run(s)
+    if s.status == "pending":
+        _print_waiting(s)
+        return
+    _check_outcome(s)
+
+
+def _print_run(s: RunSummary) -> None:
+    """The run's progress line, passes and calls, and what it resumed, settled or lost."""
+    from quorum.live.run_progress import progress_line
+
+    typer.echo(progress_line(s.labelled, s.n_items, s.spent, max(0.0, s.budget - s.spent)))
+    calls = ", ".join(f"{k} {v}" for k, v in sorted(s.calls.items()))
+    typer.echo(f"run {s.run_id}: {s.status} after {s.passes} pass(es); calls: {calls}")
+    if s.interrupted_before:
+        typer.echo(f"resumed: {s.interrupted_before} call(s) had been cut off by a stop")
+    if s.given or s.withdrawn:
+        typer.echo(
+            f"human tasks no pass asked for any more: {s.given} answer(s) given to the "
+            f"router, {s.withdrawn} pending task(s) withdrawn"
+        )
+    for name in s.dead:
+        typer.secho(f"annotator {name} was taken out of the run (dead endpoint)", fg="yellow")
+
+
+def _print_waiting(s: RunSummary) -> None:
+    """The run waits for people: where their tasks are and how to go on."""
+    if str(s.queue).startswith(("http://", "https://")):
+        typer.secho(
+            f"the router waits for {len(s.waiting_for)} human answer(s) in Label Studio: "
+            f"{s.queue}; run again to collect their labels (or use --wait SECONDS)",
+            fg="yellow",
+        )
+        return
+    typer.secho(
+        f"the router waits for {len(s.waiting_for)} human answer(s) before it can go "
+        f"on (labels so far are provisional): see {s.queue}/pending.csv; write labels "
+        f"to {s.queue}/answers.csv (item_id,label[,annotator]) and run again "
+        "(or use --wait SECONDS)",
+        fg="yellow",
+    )
+
+
+def _check_outcome(s: RunSummary) -> None:
+    """A run that did not wait: fail where every machine annotator died or nothing was
+    labelled, exit with :data:`UNLABELLED_EXIT` where items are left without a label."""
+    machines = [n for n in s.arms if n not in s.dead]
+    if s.arms and not machines:
+        _fail(
+            QuorumError(
+                f"every machine annotator is dead ({', '.join(s.dead)}); {s.labelled} of "
+                f"{s.n_items} item(s) labelled without them; fix the endpoint(s) and run "
+                "again"
+            )
+        )
+    if s.filled:
+        typer.echo(
+            "labels from the fallback or from tasks sent ahead: "
+            + ", ".join(f"{n} by {by}" for by, n in sorted(s.filled.items()))
+        )
+    if s.unlabelled:
+        why = sorted(set(s.unlabelled.values()))
+        typer.secho(
+            f"not finished: {len(s.unlabelled)} of {s.n_items} item(s) have no label "
+            f"({'; '.join(why)}{'; ' + s.note if s.note else ''}): items "
+            f"{', '.join(list(s.unlabelled)[:10])}",
+            fg="red",
+            err=True,
+        )
+        raise typer.Exit(UNLABELLED_EXIT)
+    if s.labelled == 0:
+        _fail(QuorumError(f"no item was labelled: {s.note or 'see the log above'}"))
+
+
+def plan_cmd(
+    project: Path = typer.Argument(..., help="project file (.toml or .yaml)"),
+    llm_accuracy: float = typer.Option(
+        0.8, "--llm-accuracy", min=0.0, max=1.0, help="assumed accuracy of each LLM"
+    ),
+    features: str | None = typer.Option(
+        None, "--features", help="override the project's features (e.g. light)"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+) -> None:
+    """Before spending anything: max spend, expected LLM calls, human labels and hours."""
+    from quorum.live.config import load_project
+    from quorum.live.plan import plan
+
+    _setup_logging(True)
+    try:
+        p = plan(load_project(project), llm_accuracy=llm_accuracy, features=features)
+    except QuorumError as exc:
+        _fail(exc)
+        return
+    if as_json:
+        typer.echo(json.dumps(p.as_dict(), indent=2))
+        return
+    for line in p.lines():
+        typer.echo(line)
+
+
+def status_cmd(
+    project: Path = typer.Argument(..., help="project file (.toml or .yaml)"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+) -> None:
+    """Progress, spending and calls of a project, from its ledger."""
+    from quorum.live.config import load_project
+    from quorum.live.status import status
+
+    try:
+        st = status(load_project(project))
+    except QuorumError as exc:
+        _fail(exc)
+        return
+    per = st.pop("per_annotator")
+    if as_json:
+        st["per_annotator"] = per.to_dict("records")
+        typer.echo(json.dumps(st, indent=2, default=str))
+        return
+    from rich.console import Console
+
+    from quorum.live.cli_status import print_status
+
+    con = Console(soft_wrap=True)
+    if not con.is_terminal:
+        con = Console(soft_wrap=True, width=160)
+    print_status(con, st, per)
+
+
+def export_cmd(
+    project: Path = typer.Argument(..., help="project file (.toml or .yaml)"),
+    fmt: str = typer.Option(
+        "csv", "--format", "-f", help="csv, jsonl, parquet or hf (a datasets folder + card)"
+    ),
+    out: Path | None = typer.Option(None, "--out", "-o", help="output file (hf: folder)"),
+    push_to_hub: str | None = typer.Option(
+        None,
+        "--push-to-hub",
+        help="with -f hf: also push to this Hub dataset repo (needs HF_HUB_OFFLINE=0 and "
+        "a token: HF_TOKEN or `hf auth login`)",
+    ),
+) -> None:
+    """Write final labels with provenance (annotators, answers, agreement, cost)."""
+    from quorum.live.config import load_project
+    from quorum.live.export_files import export
+
+    try:
+        if push_to_hub and fmt.lower() != "hf":
+            raise QuorumError("--push-to-hub needs -f hf")
+        path = export(load_project(project), fmt, out)
+        if push_to_hub:
+            from quorum.live.export_hf import push_to_hub as push
+
+            typer.echo(f"wrote {path}")
+            path = push(path, push_to_hub)
+    except (QuorumError, OSError) as exc:
+        _fail(exc)
+        return
+    typer.echo(f"{'pushed to' if push_to_hub else 'wrote'} {path}")
+
+
+def ls_users_cmd(
+    emails: list[str] = typer.Argument(..., help="e-mail of each annotator to create"),
+    data_dir: Path = typer.Option(
+        ..., "--data-dir", help="the server's data folder (label-studio start --data-dir)"
+    ),
+    url: str | None = typer.Option(
+        None,
+        "--url",
+        help="the running server, to check the new tokens (e.g. http://127.0.0.1:8080)",
+    ),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="write the accounts to this CSV file (mode 0600) instead of printing them",
+    ),
+) -> None:
+    """Create annotator accounts with a password and API tokens (or reset an existing
+    account's password and tokens); prints e-mail, password, personal access token."""
+    import csv
+    import io
+    import os
+
+    from quorum.live.labelstudio_server import create_users
+
+    try:
+        users = create_users(data_dir, emails, url=url)
+    except QuorumError as exc:
+        _fail(exc)
+        return
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["email", "password", "personal_access_token", "legacy_token"])
+    for u in users:
+        w.writerow([u.email, u.password, u.pat, u.token])
+    if out is None:
+        typer.echo(buf.getvalue(), nl=False)
+        return
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(buf.getvalue())
+    typer.echo(f"wrote {len(users)} account(s) to {out} (secrets: keep it private)")
 
 
 def report_project(project: Path, output: Path | None) -> None:
@@ -354,20 +316,3 @@ def report_project(project: Path, output: Path | None) -> None:
         _fail(exc)
         return
     typer.echo(f"wrote {path}")
-
-
-_KEEP = {"annotator", "calls", "ok", "cost"}
-_SHORT = {
-    "unparseable": "unparsed",
-    "interrupted": "interr",
-    "prompt_tokens": "tok_in",
-    "completion_tokens": "tok_out",
-    "mean_latency_s": "latency_s",
-    "attempts": "tries",
-}
-
-
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return "" if v != v else f"{v:.6f}".rstrip("0").rstrip(".")
-    return "" if v is None else str(v)

@@ -11,11 +11,12 @@ from typing import Any
 import pandas as pd
 
 from quorum.errors import ConfigError
+from quorum.live.cells import float_or_none
 from quorum.live.config import ProjectConfig
 from quorum.live.human_book import HumanBook
 from quorum.live.items import load_items
 from quorum.live.ledger import Ledger
-from quorum.live.summary import DONE, float_or_none, last_pass, quality_of, row_extra
+from quorum.live.summary import DONE, last_pass, quality_of, row_extra
 from quorum.routing.budget import from_units
 
 #: ``labelled_by`` of a label no annotator gave (the router's label model, or for an item

@@ -25,9 +25,11 @@ from typing import Any
 import pandas as pd
 
 from quorum.errors import ConfigError
+from quorum.live.cells import float_or_none, text_or_none
 from quorum.live.config import ProjectConfig
+from quorum.live.dataset_card import dataset_card
 from quorum.live.export import export_frame
-from quorum.live.provenance import SOURCES, label_sources, source_counts
+from quorum.live.provenance import SOURCES, label_sources
 from quorum.live.status import status
 
 #: columns written as JSON text (their keys or lengths vary by item)
@@ -42,31 +44,71 @@ def labels_frame(cfg: ProjectConfig) -> pd.DataFrame:
     return frame
 
 
+#: the dataset's columns, in order
+HF_COLUMNS = (
+    "item_id",
+    "text",
+    "label",
+    "label_name",
+    "source",
+    "labelled_by",
+    "final",
+    "agreement",
+    "n_annotations",
+    "human",
+    "human_by",
+    "annotators",
+    "answers",
+    "statuses",
+    "cost",
+    "human_labels",
+    "human_confidence",
+    "pending_human",
+    "run_id",
+)
+
+
 def hf_dataset(cfg: ProjectConfig, frame: pd.DataFrame | None = None) -> Any:
     """The project's labels as a ``datasets.Dataset`` (``ClassLabel`` for label tasks)."""
     import datasets
 
     frame = labels_frame(cfg) if frame is None else frame
-    labels = [str(x) for x in (cfg.task.labels or [])]
-    has_labels = cfg.task.type.has_labels and bool(labels)
     cols: dict[str, list[Any]] = {}
     feats: dict[str, Any] = {}
-    s, i, f, b = (datasets.Value(t) for t in ("string", "int64", "float64", "bool"))
+    s = datasets.Value("string")
     for name, kind in (("item_id", s), ("text", s)):
-        cols[name] = [_str(v) for v in frame[name]]
+        cols[name] = [text_or_none(v) for v in frame[name]]
         feats[name] = kind
-    if has_labels:
-        index = {lab: k for k, lab in enumerate(labels)}
-        other = sorted({str(v) for v in frame["label"] if _str(v) is not None} - set(index))
-        if other:
-            raise ConfigError(f"labels {other} are not in task.labels {labels}: cannot export")
-        cols["label"] = [-1 if _str(v) is None else index[str(v)] for v in frame["label"]]
-        feats["label"] = datasets.ClassLabel(names=labels)
-    else:
-        cols["label"] = [_str(v) for v in frame["label"]]
-        feats["label"] = s
-    cols["label_name"] = [_str(v) for v in frame["label_name"]]
+    cols["label"], feats["label"] = _label_column(cfg, frame)
+    cols["label_name"] = [text_or_none(v) for v in frame["label_name"]]
     feats["label_name"] = s
+    _add_provenance(cols, feats, frame)
+    features = datasets.Features({k: feats[k] for k in HF_COLUMNS})
+    return datasets.Dataset.from_dict({k: cols[k] for k in HF_COLUMNS}, features=features)
+
+
+def _label_column(cfg: ProjectConfig, frame: pd.DataFrame) -> tuple[list[Any], Any]:
+    """The ``label`` column and its feature: a ``ClassLabel`` of ``task.labels`` (-1: no
+    label) for a task with labels, else the text; a label outside them is an error."""
+    import datasets
+
+    labels = [str(x) for x in (cfg.task.labels or [])]
+    if not (cfg.task.type.has_labels and bool(labels)):
+        return [text_or_none(v) for v in frame["label"]], datasets.Value("string")
+    index = {lab: k for k, lab in enumerate(labels)}
+    other = sorted({str(v) for v in frame["label"] if text_or_none(v) is not None} - set(index))
+    if other:
+        raise ConfigError(f"labels {other} are not in task.labels {labels}: cannot export")
+    values = [-1 if text_or_none(v) is None else index[str(v)] for v in frame["label"]]
+    return values, datasets.ClassLabel(names=labels)
+
+
+def _add_provenance(cols: dict[str, list[Any]], feats: dict[str, Any], frame: pd.DataFrame) -> None:
+    """Add the provenance columns (source, who labelled, answers, money, human tasks) of
+    ``frame`` to ``cols`` with their features ``feats``."""
+    import datasets
+
+    s, i, f, b = (datasets.Value(t) for t in ("string", "int64", "float64", "bool"))
     cols["source"] = frame["source"].astype(str).tolist()
     feats["source"] = datasets.ClassLabel(names=list(SOURCES))
     cols["labelled_by"] = [[str(x) for x in v] for v in frame["labelled_by"]]
@@ -76,40 +118,17 @@ def hf_dataset(cfg: ProjectConfig, frame: pd.DataFrame | None = None) -> Any:
     for name, kind in (("final", b), ("human", b), ("pending_human", b)):
         cols[name] = [bool(v) for v in frame[name]]
         feats[name] = kind
-    cols["human_by"] = [_str(v) for v in frame["human_by"]]
+    cols["human_by"] = [text_or_none(v) for v in frame["human_by"]]
     feats["human_by"] = s
     for name in ("agreement", "cost", "human_confidence"):
-        cols[name] = [_float(v) for v in frame[name]]
+        cols[name] = [float_or_none(v) for v in frame[name]]
         feats[name] = f
     for name in ("n_annotations", "run_id"):
-        cols[name] = [None if _float(v) is None else int(v) for v in frame[name]]
+        cols[name] = [None if float_or_none(v) is None else int(v) for v in frame[name]]
         feats[name] = i
     for name in JSON_COLUMNS:
         cols[name] = [json.dumps(v, ensure_ascii=False, default=str) for v in frame[name]]
         feats[name] = s
-    order = [
-        "item_id",
-        "text",
-        "label",
-        "label_name",
-        "source",
-        "labelled_by",
-        "final",
-        "agreement",
-        "n_annotations",
-        "human",
-        "human_by",
-        "annotators",
-        "answers",
-        "statuses",
-        "cost",
-        "human_labels",
-        "human_confidence",
-        "pending_human",
-        "run_id",
-    ]
-    features = datasets.Features({k: feats[k] for k in order})
-    return datasets.Dataset.from_dict({k: cols[k] for k in order}, features=features)
 
 
 def write_hf(cfg: ProjectConfig, out: Path | None = None) -> Path:
@@ -162,167 +181,3 @@ def push_to_hub(folder: Path, repo: str, private: bool = True) -> str:
     ours.data = DatasetCardData(**{**hub.data.to_dict(), **ours.data.to_dict()})
     ours.push_to_hub(repo, commit_message="quorum export: dataset card")
     return f"https://huggingface.co/datasets/{repo}"
-
-
-# -- the card ---------------------------------------------------------------------------
-def dataset_card(cfg: ProjectConfig, frame: pd.DataFrame, st: dict[str, Any]) -> str:
-    """The dataset card (README.md): YAML metadata, then the facts a reader needs."""
-    from quorum.live.agreement import agreement_lines
-    from quorum.live.report import QUALITY_KEYS, run_decision_lines
-
-    labels = [str(x) for x in (cfg.task.labels or [])]
-    names = cfg.task.label_names or {}
-    n = len(frame)
-    ttype = cfg.task.type.value
-    meta = {
-        "pretty_name": cfg.name,
-        "task_categories": [
-            "text-classification"
-            if ttype == "classification"
-            else "multiple-choice"
-            if ttype == "multiple_choice"
-            else "summarization"
-        ],
-        "size_categories": [_size(n)],
-        "tags": ["quorum", "annotation", "llm-labels"],
-    }
-    lines = ["---", *_yaml(meta), "---", "", f"# {cfg.name}", ""]
-    last = st.get("last_run") or {}
-    state = "final" if st["labels_final"] else "provisional (the run waits for human answers)"
-    lines += [
-        f"{n} items of the QUORUM project `{cfg.name}`, labelled by routing each item "
-        f"between LLM annotators and people under a budget of ${st['budget']}, and exported "
-        f"with `quorum export PROJECT -f hf`. The labels are {state}.",
-        "",
-        "## Task",
-        "",
-        f"- Type: {ttype}",
-    ]
-    if cfg.task.instructions:
-        lines.append(f"- Instructions: {cfg.task.instructions.strip()}")
-    if labels:
-        counts = frame["label"].astype(str).value_counts()
-        lines += ["", "| label | name | items |", "|---|---|---:|"]
-        lines += [
-            f"| {_md(x)} | {_md(names.get(x, x))} | {int(counts.get(x, 0))} |" for x in labels
-        ]
-        lines += ["", "In the dataset `label` is a `ClassLabel` of these labels (-1: none)."]
-    src = source_counts(frame["source"])
-    lines += [
-        "",
-        "## How each item was labelled",
-        "",
-        "`source` says where each label came from; `labelled_by` names the annotators whose "
-        "answer it is, `answers` every answer bought for the item.",
-        "",
-        "| source | items | share |",
-        "|---|---:|---:|",
-    ]
-    lines += [f"| {s} | {src[s]} | {100 * src[s] / n:.1f}% |" for s in SOURCES if n]
-    lines += [
-        "",
-        "- **human vote**: the label of the item's human task (one person, or the weighted "
-        "vote of k people);",
-        "- **agreeing LLMs**: two or more machine annotators gave this label;",
-        "- **one LLM**: a single machine annotator gave it;",
-        "- **label model**: no annotator gave it; the router's label model chose it.",
-        "",
-        "## Money",
-        "",
-        f"Spent ${st['spent']} of a budget of ${st['budget']} (paid ${st['paid']}, held for "
-        f"pending human tasks ${st['held_for_humans']}, left ${st['left']}).",
-        "",
-        "| annotator | calls | cost |",
-        "|---|---:|---:|",
-    ]
-    for r in st["per_annotator"].to_dict("records"):
-        lines.append(f"| {_md(r['annotator'])} | {r['calls']} | ${r['cost']} |")
-    lines += ["", "## The team", ""]
-    for a in cfg.annotators:
-        what = "person or people" if a.kind == "human" else (a.model or a.kind)
-        lines.append(f"- `{a.name}` ({a.kind}): {what}")
-    team = st.get("human_team") or []
-    if team:
-        lines += ["", "| person | labels | reliability | gold right/of |", "|---|---:|---:|---:|"]
-        for p in team:
-            acc = p.get("accuracy")
-            lines.append(
-                f"| {_md(p['person'])} | {p['labels']} | "
-                f"{'' if acc is None else f'{acc:.3f}'} | {p['gold_correct']}/{p['gold']} |"
-            )
-    ag = agreement_lines(st["agreement"])
-    if ag:
-        lines += ["", *[f"- {x}" for x in ag]]
-    lines += [
-        "",
-        "## The router and its decisions",
-        "",
-        f"Method `{last.get('method') or cfg.method}`, seed {last.get('seed', cfg.seed)}, "
-        f"{st['runs']} run(s).",
-        "",
-    ]
-    dec = run_decision_lines(cfg, st)
-    lines += [f"- {x}" for x in dec] or ["- The router reported no decisions."]
-    est, lo, hi = (st.get(k) for k in QUALITY_KEYS)
-    lines += ["", "## Estimated accuracy", ""]
-    if est is None:
-        lines.append("No estimate: this run has none.")
-    else:
-        lines.append(
-            f"Estimated accuracy {float(est):.3f}"
-            + (f" (interval {float(lo):.3f} to {float(hi):.3f})." if lo is not None else ".")
-        )
-    lines += [
-        "",
-        "## Columns",
-        "",
-        "`item_id, text, label, label_name, source, labelled_by, final, agreement, "
-        "n_annotations, human, human_by, annotators, answers` (JSON), `statuses` (JSON), "
-        "`cost, human_labels` (JSON), `human_confidence, pending_human, run_id`: as in "
-        "`quorum export -f csv` (docs/live.md), with `source` added.",
-        "",
-        "```python",
-        "import datasets",
-        "ds = datasets.load_from_disk(PATH)",
-        "ds.features['label'].int2str(ds[0]['label'])",
-        "```",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def _md(x: Any) -> str:
-    """Text for a Markdown table cell: pipes escaped, one line."""
-    return " ".join(str(x).split()).replace("|", "\\|")
-
-
-def _yaml(meta: dict[str, Any]) -> list[str]:
-    import yaml
-
-    return yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).rstrip().splitlines()
-
-
-def _size(n: int) -> str:
-    for limit, name in (
-        (1_000, "n<1K"),
-        (10_000, "1K<n<10K"),
-        (100_000, "10K<n<100K"),
-        (1_000_000, "100K<n<1M"),
-    ):
-        if n < limit:
-            return name
-    return "n>1M"
-
-
-def _str(v: Any) -> str | None:
-    if v is None or (isinstance(v, float) and v != v):
-        return None
-    return str(v)
-
-
-def _float(v: Any) -> float | None:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if x != x else x

@@ -158,35 +158,14 @@ def _placeholder_keys(cfg: ProjectConfig) -> Iterator[None]:
 
 def plan(cfg: ProjectConfig, llm_accuracy: float = 0.8, features: str | None = None) -> Plan:
     """Run the project's router on its items against :class:`PlanSource`; nothing is paid."""
-    from quorum.live.llm import LLMAnnotator
-    from quorum.live.problem import DEFAULT_MAX_TOKENS, build_problem, make_builder
+    from quorum.live.problem import build_problem
     from quorum.live.runner import make_method
 
     if features is not None:
         cfg = cfg.model_copy(update={"features": features})
     items = load_items(cfg)
     views = item_views(items)
-    specs, conf = [], {}
-    added: dict[str, str] = {}
-    sent: dict[str, str] = {}
-    max_tok = DEFAULT_MAX_TOKENS[cfg.task.type.value]
-    with _placeholder_keys(cfg):
-        for a in cfg.annotators:
-            if a.kind == "llm":
-                builder = make_builder(cfg, a)
-                arm = LLMAnnotator(a, builder, views, Redactor(), max_tok)
-                price, cprice = arm.price(), arm.confidence_price()
-                added[a.name] = builder.added()
-                if views:
-                    msgs = builder.annotation_messages(views[0])
-                    sent[a.name] = "\n".join(f"[{m['role']}] {m['content']}" for m in msgs)
-            else:
-                k = cfg.humans.labels_per_item if a.kind == "human" else 1
-                price = float(a.price or 0.0) * k
-                cprice = float(a.confidence_price if a.confidence_price is not None else 0.0)
-            specs.append(AnnotatorSpec(name=a.name, kind=a.kind, price=price,
-                                       confidence_price=cprice))  # fmt: skip
-            conf[a.name] = cprice
+    specs, conf, added, sent = _annotator_specs(cfg, views)
     human = cfg.human or GOLD_HUMAN
     t = cfg.task
     task = TaskSpec(
@@ -195,17 +174,8 @@ def plan(cfg: ProjectConfig, llm_accuracy: float = 0.8, features: str | None = N
         human_price=cfg.human_price,
     )  # fmt: skip
     problem = build_problem(cfg, task, items, cfg.ledger_path.parent / "features")
-    rng = np.random.default_rng(cfg.seed)
     labels = list(t.labels or [])
-    truth: dict[str, str] = {}
-    golds = items["gold"] if "gold" in items.columns else [None] * len(items)
-    for iid, gold in zip(items["item_id"], golds, strict=True):
-        if t.type is TaskType.summarization:
-            truth[iid] = f"summary of item {iid}"
-        elif isinstance(gold, str) and gold in labels:
-            truth[iid] = gold
-        else:
-            truth[iid] = labels[int(rng.integers(len(labels)))]
+    truth = _truth(cfg, items, labels)
     source = PlanSource(task, truth, labels, conf, llm_accuracy, cfg.seed)
     budget = Budget(cfg.budget.limit, human_limit=cfg.budget.human_limit)
     make_method(cfg.method, cfg.method_params).route(problem, source, budget, seed=cfg.seed)
@@ -232,3 +202,52 @@ def plan(cfg: ProjectConfig, llm_accuracy: float = 0.8, features: str | None = N
         prompt_added=added,
         prompt_sent=sent,
     )
+
+
+def _annotator_specs(
+    cfg: ProjectConfig, views: list[Any]
+) -> tuple[list[AnnotatorSpec], dict[str, float], dict[str, str], dict[str, str]]:
+    """Each annotator's spec at the prices a live run would reserve (an LLM's from its
+    prompt; a human's times ``humans.labels_per_item``), the confidence prices, and per
+    LLM what is added to its prompt and its first item's prompt as sent."""
+    from quorum.live.llm import LLMAnnotator
+    from quorum.live.problem import DEFAULT_MAX_TOKENS, make_builder
+
+    specs, conf = [], {}
+    added: dict[str, str] = {}
+    sent: dict[str, str] = {}
+    max_tok = DEFAULT_MAX_TOKENS[cfg.task.type.value]
+    with _placeholder_keys(cfg):
+        for a in cfg.annotators:
+            if a.kind == "llm":
+                builder = make_builder(cfg, a)
+                arm = LLMAnnotator(a, builder, views, Redactor(), max_tok)
+                price, cprice = arm.price(), arm.confidence_price()
+                added[a.name] = builder.added()
+                if views:
+                    msgs = builder.annotation_messages(views[0])
+                    sent[a.name] = "\n".join(f"[{m['role']}] {m['content']}" for m in msgs)
+            else:
+                k = cfg.humans.labels_per_item if a.kind == "human" else 1
+                price = float(a.price or 0.0) * k
+                cprice = float(a.confidence_price if a.confidence_price is not None else 0.0)
+            specs.append(AnnotatorSpec(name=a.name, kind=a.kind, price=price,
+                                       confidence_price=cprice))  # fmt: skip
+            conf[a.name] = cprice
+    return specs, conf, added, sent
+
+
+def _truth(cfg: ProjectConfig, items: Any, labels: list[str]) -> dict[str, str]:
+    """The simulated truth of each item: its gold label where it has one in ``labels``,
+    else a label drawn with the project's seed (a summary's placeholder text)."""
+    rng = np.random.default_rng(cfg.seed)
+    truth: dict[str, str] = {}
+    golds = items["gold"] if "gold" in items.columns else [None] * len(items)
+    for iid, gold in zip(items["item_id"], golds, strict=True):
+        if cfg.task.type is TaskType.summarization:
+            truth[iid] = f"summary of item {iid}"
+        elif isinstance(gold, str) and gold in labels:
+            truth[iid] = gold
+        else:
+            truth[iid] = labels[int(rng.integers(len(labels)))]
+    return truth

@@ -11,6 +11,7 @@ import pandas as pd
 from quorum.errors import ConfigError
 from quorum.live.agreement import agreement_summary
 from quorum.live.answer_health import unparseable_warnings
+from quorum.live.cells import float_or_none
 from quorum.live.config import ProjectConfig
 from quorum.live.human_book import HumanBook, reliability_evidence
 from quorum.live.ledger import Ledger, money_str
@@ -18,7 +19,6 @@ from quorum.live.run_progress import progress_line
 from quorum.live.summary import (
     DONE,
     decisions_of,
-    float_or_none,
     last_pass,
     quality_of,
     row_extra,
@@ -26,6 +26,9 @@ from quorum.live.summary import (
 from quorum.routing.budget import from_units, to_units
 
 log = logging.getLogger("quorum.live")
+
+#: issue #24's estimate keys in the status, when the run has one
+QUALITY_KEYS = ("quality_estimate", "quality_low", "quality_high")
 
 
 def _human_links(cfg: ProjectConfig, item_ids: list[str]) -> dict[str, str]:

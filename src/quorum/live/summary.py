@@ -180,15 +180,6 @@ def quality_summary(info: dict[str, Any]) -> dict[str, Any] | None:
     return quality
 
 
-def float_or_none(x: Any) -> float | None:
-    """``x`` as a float, None where it is missing, not a number or NaN."""
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return None if v != v else v
-
-
 def _queue_where(queue: Any) -> str:
     """Where the humans' work waits: the file queue's folder or the Label Studio project."""
     folder = getattr(queue, "folder", None)
