@@ -24,45 +24,30 @@ def _parse_params(values: list[str] | None) -> dict:
     return out
 
 
-#: the options of ``quorum simulate`` whose help runs over a line
-BudgetOption = Annotated[
-    float,
-    typer.Option(
-        help="auditor: share of items for humans (<= 1); dollars: share of the "
-        "all-human cost (may exceed 1, e.g. 1.2)"
-    ),
-]
-AnnotatorsOption = Annotated[
-    str | None,
-    typer.Option(help="LLM panel as name=price,... (default: the dataset's panel)"),
-]
-HumanOption = Annotated[
-    str, typer.Option(help="'gold' (perfect human) or a recorded human annotator")
-]
+#: the help of ``quorum simulate``'s options that runs over a line
+HELP = {
+    "budget": "auditor: share of items for humans (<= 1); dollars: share of the all-human "
+    "cost (may exceed 1, e.g. 1.2)",
+    "annotators": "LLM panel as name=price,... (default: the dataset's panel)",
+    "human": "'gold' (perfect human) or a recorded human annotator",
+    "quality": "buy random human checks out of the budget and estimate the labels' quality "
+    "(quality_estimate, quality_low, quality_high; docs/quality.md); default: on for "
+    "quorum, off for the other methods",
+    "target": "spend in steps up to the budget and stop once the quality's lower bound "
+    "reaches this (implies --quality)",
+    "confidence": "confidence of the target (default 0.9) or of the interval (0.95)",
+}
+BudgetOption = Annotated[float, typer.Option(help=HELP["budget"])]
+AnnotatorsOption = Annotated[str | None, typer.Option(help=HELP["annotators"])]
+HumanOption = Annotated[str, typer.Option(help=HELP["human"])]
 ParamOption = Annotated[
     list[str] | None, typer.Option("--param", "-p", help="router parameter KEY=VALUE")
 ]
 QualityOption = Annotated[
-    bool | None,
-    typer.Option(
-        "--quality/--no-quality",
-        help="buy random human checks out of the budget and estimate the labels' quality "
-        "(quality_estimate, quality_low, quality_high; docs/quality.md); default: on "
-        "for quorum, off for the other methods",
-        show_default=False,
-    ),
+    bool | None, typer.Option("--quality/--no-quality", help=HELP["quality"], show_default=False)
 ]
-TargetOption = Annotated[
-    float | None,
-    typer.Option(
-        help="spend in steps up to the budget and stop once the quality's lower bound "
-        "reaches this (implies --quality)"
-    ),
-]
-ConfidenceOption = Annotated[
-    float | None,
-    typer.Option(help="confidence of the target (default 0.9) or of the interval (0.95)"),
-]
+TargetOption = Annotated[float | None, typer.Option(help=HELP["target"])]
+ConfidenceOption = Annotated[float | None, typer.Option(help=HELP["confidence"])]
 
 
 def simulate(
