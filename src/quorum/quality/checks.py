@@ -131,6 +131,12 @@ class QualityChecks:
             inner.charge(min(budget.spent, inner.remaining))
         return inner_problem, inner, n
 
+    def draw_order(self, machine_items: list[str], seed: int = 0) -> np.ndarray:
+        """Positions in ``machine_items`` (the machine-labelled items) in the order the
+        checks are drawn: a random permutation from the checks' own stream."""
+        rng = np.random.default_rng([self.stream, int(seed)])
+        return rng.permutation(len(machine_items))
+
     def check(
         self,
         result: RoutingResult,
@@ -175,8 +181,7 @@ class QualityChecks:
         f = model.predict([finals[k] for k in machine], [llm_answers[k] for k in machine])
 
         # the simple random sample of the machine-labelled items, in the order drawn
-        rng = np.random.default_rng([self.stream, int(seed)])
-        order = rng.permutation(len(machine))
+        order = self.draw_order([items[k] for k in machine], seed)
         if not self.use_leftover:
             order = order[: min(n, len(machine))]
         room = Budget(
