@@ -165,7 +165,7 @@ def test_progress_bar_sets_completed_on_a_terminal(monkeypatch):
 
 
 def test_live_progress_uses_the_shared_bar_and_logs_off_a_terminal(capsys):
-    from quorum.live.runner import Progress
+    from quorum.live.run_progress import Progress
     from quorum.live.source import LiveStats
 
     p = Progress(3, every=0.0)

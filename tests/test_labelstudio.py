@@ -40,6 +40,7 @@ from live_servers.fixtures import (
 from quorum.data.schema import TaskType
 from quorum.errors import ConfigError
 from quorum.live.config import load_project
+from quorum.live.export import export_frame
 from quorum.live.humans import HumanAnswer, HumanTask, match_label
 from quorum.live.labelstudio import (
     ITEM_KEY,
@@ -53,7 +54,8 @@ from quorum.live.labelstudio import (
 )
 from quorum.live.labelstudio_server import LabelStudioServer, find_label_studio
 from quorum.live.prompts import ItemView
-from quorum.live.runner import annotate, export_frame, status
+from quorum.live.runner import annotate
+from quorum.live.status import status
 
 pytestmark = pytest.mark.labelstudio
 
@@ -550,7 +552,7 @@ def test_annotate_end_to_end(
     for item_id, (_, label) in who.items():
         assert ex.loc[item_id, "label"] == label and ex.loc[item_id, "human"]
     out = tmp_path / "labels.jsonl"
-    from quorum.live.runner import export
+    from quorum.live.export_files import export
 
     export(cfg, "jsonl", out)
     print(f"{len(tasks)} human task(s): 1 labelled in Chromium, the rest through the API")

@@ -37,6 +37,7 @@ from live_servers.fixtures import (
 )
 from quorum.data.schema import TaskType
 from quorum.live.config import load_project
+from quorum.live.export import export_frame
 from quorum.live.labelstudio import (
     HIDDEN_COLUMNS,
     ITEM_KEY,
@@ -46,7 +47,8 @@ from quorum.live.labelstudio import (
     shown,
 )
 from quorum.live.labelstudio_server import LabelStudioServer, find_label_studio
-from quorum.live.runner import annotate, export_frame, status
+from quorum.live.runner import annotate
+from quorum.live.status import status
 
 pytestmark = [pytest.mark.labelstudio, pytest.mark.realdata]
 

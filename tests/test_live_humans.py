@@ -17,8 +17,11 @@ import pytest
 
 from live_servers.fixtures import SST2_TASK, quorum, sst2_items, write_project
 from quorum.live.config import load_project
+from quorum.live.export import export_frame
+from quorum.live.export_files import export
 from quorum.live.humans import match_label
-from quorum.live.runner import annotate, export, export_frame, status
+from quorum.live.runner import annotate
+from quorum.live.status import status
 
 NAMES = {"0": "negative", "1": "positive"}
 LOCAL = [

@@ -14,7 +14,9 @@ import pytest
 
 from live_servers.fixtures import SST2_TASK, FakeServer, quorum, sst2_items, write_project
 from quorum.live.config import load_project
-from quorum.live.runner import annotate, export_frame, status
+from quorum.live.export import export_frame
+from quorum.live.runner import annotate
+from quorum.live.status import status
 from test_live_team import NAMES, _append, _gold
 
 pytestmark = [pytest.mark.realdata]
@@ -131,7 +133,7 @@ def test_progress_never_goes_backwards_across_passes(capsys) -> None:
     last pass's labelled count, with the provisional ones and the people's pending tasks."""
     from types import SimpleNamespace
 
-    from quorum.live.runner import Progress
+    from quorum.live.run_progress import Progress
     from quorum.live.source import LiveStats
 
     p = Progress(10, quiet=False, every=0.0)

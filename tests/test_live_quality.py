@@ -12,7 +12,9 @@ from typer.testing import CliRunner
 from live_servers.fixtures import write_project
 from quorum.cli import app
 from quorum.live.config import load_project
-from quorum.live.runner import annotate, export_frame, status
+from quorum.live.export import export_frame
+from quorum.live.runner import annotate
+from quorum.live.status import status
 from test_live_team import Team, _gold, _project, _sql
 
 pytestmark = pytest.mark.realdata

@@ -15,7 +15,8 @@ import pytest
 
 from live_servers.fixtures import write_project
 from quorum.live.config import load_project
-from quorum.live.runner import annotate, export_frame
+from quorum.live.export import export_frame
+from quorum.live.runner import annotate
 from test_live_team import NAMES, _append, _gold, _project
 
 pytestmark = [pytest.mark.realdata]

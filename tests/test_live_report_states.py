@@ -14,7 +14,8 @@ from quorum.cli import app
 from quorum.live.config import load_project
 from quorum.live.ledger import Ledger
 from quorum.live.report import write_report
-from quorum.live.runner import annotate, status
+from quorum.live.runner import annotate
+from quorum.live.status import status
 
 pytestmark = pytest.mark.realdata
 

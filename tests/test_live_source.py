@@ -11,11 +11,13 @@ from live_servers.fixtures import SST2_TASK, FakeServer, sst2_items, write_proje
 from quorum.errors import ConfigError
 from quorum.live.calls import Redactor
 from quorum.live.config import load_project
+from quorum.live.export import export_frame
 from quorum.live.items import item_views, load_items
 from quorum.live.ledger import Ledger
 from quorum.live.problem import build_arms, make_parser
-from quorum.live.runner import annotate, export_frame, status
+from quorum.live.runner import annotate
 from quorum.live.source import LiveSource
+from quorum.live.status import status
 
 ROUTER = "live_servers.routers:CascadeRouter"
 

@@ -17,7 +17,9 @@ import pytest
 from live_servers.fixtures import SST2_TASK, sst2_items, write_project
 from live_servers.routers import CascadeWithQuality
 from quorum.live.config import load_project
-from quorum.live.runner import annotate, export_frame, status
+from quorum.live.export import export_frame
+from quorum.live.runner import annotate
+from quorum.live.status import status
 
 NAMES = {"0": "negative", "1": "positive"}
 PRICE = Decimal("0.05")

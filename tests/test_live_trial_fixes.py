@@ -28,9 +28,11 @@ from quorum.cli import app
 from quorum.data.schema import TaskType
 from quorum.errors import ConfigError
 from quorum.live.config import load_project
+from quorum.live.export import export_frame
 from quorum.live.labelstudio import LabelStudioClient, LabelStudioHumanQueue
 from quorum.live.prompts import ItemView, PromptBuilder, PromptTemplate
-from quorum.live.runner import annotate, export_frame, status
+from quorum.live.runner import annotate
+from quorum.live.status import status
 
 NAMES = {"0": "negative", "1": "positive"}
 KW = {"name": "kw", "kind": "model", "model": "live_servers.models:keyword_sentiment"}

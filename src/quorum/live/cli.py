@@ -65,7 +65,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Label a project's items under its budget (resumes where a previous run stopped)."""
         from quorum.live.config import load_project
-        from quorum.live.runner import annotate, progress_line
+        from quorum.live.run_progress import progress_line
+        from quorum.live.runner import annotate
 
         _setup_logging(quiet)
         if wait < 0:
@@ -189,7 +190,7 @@ def register(app: typer.Typer) -> None:
         """Progress, spending and calls of a project, from its ledger."""
         from quorum.live.agreement import agreement_lines
         from quorum.live.config import load_project
-        from quorum.live.runner import status
+        from quorum.live.status import status
 
         try:
             st = status(load_project(project))
@@ -292,7 +293,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Write final labels with provenance (annotators, answers, agreement, cost)."""
         from quorum.live.config import load_project
-        from quorum.live.runner import export
+        from quorum.live.export_files import export
 
         try:
             if push_to_hub and fmt.lower() != "hf":

@@ -6,7 +6,7 @@ and its label set, how each item was labelled (:mod:`quorum.live.provenance`), t
 spent, the team (people and models, with their agreement), the router and its decisions, and
 the estimated accuracy when the run has one.
 
-The rows are those of the CSV export (:func:`quorum.live.runner.export_frame`), one per item.
+The rows are those of the CSV export (:func:`quorum.live.export.export_frame`), one per item.
 For a label task ``label`` is a ``ClassLabel`` over the project's labels (``int2str`` gives
 the label of the CSV export; ``-1``, the ``datasets`` convention, an item without a label);
 the dict and list columns (``answers``, ``statuses``, ``human_labels``) are JSON text, as in
@@ -26,8 +26,9 @@ import pandas as pd
 
 from quorum.errors import ConfigError
 from quorum.live.config import ProjectConfig
+from quorum.live.export import export_frame
 from quorum.live.provenance import SOURCES, label_sources, source_counts
-from quorum.live.runner import export_frame, status
+from quorum.live.status import status
 
 #: columns written as JSON text (their keys or lengths vary by item)
 JSON_COLUMNS = ("answers", "statuses", "human_labels")

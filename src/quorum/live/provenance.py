@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from quorum.live.runner import LABEL_MODEL
+from quorum.live.export import LABEL_MODEL
 
 #: the sources, in the order the report and the dataset card list them
 SOURCES = ("human vote", "agreeing LLMs", "one LLM", "label model", "no label")

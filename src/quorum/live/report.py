@@ -2,7 +2,7 @@
 
 ``quorum report PROJECT [-o FILE]`` reads the ledger only (read-only, as ``quorum status``),
 so it can be written while a run is going and after it. Every number on the page is one of
-:func:`quorum.live.runner.status` (the same as ``quorum status --json``) or is computed from
+:func:`quorum.live.status.status` (the same as ``quorum status --json``) or is computed from
 the same ledger rows: the money, the label sources of the export, the agreement figures
 (:mod:`quorum.live.agreement`), the human tasks, the router's decisions in plain words and,
 where the run has one, the estimated accuracy with its interval.
@@ -24,9 +24,11 @@ import pandas as pd
 
 from quorum.errors import ConfigError
 from quorum.live.config import ProjectConfig
+from quorum.live.export import export_frame
 from quorum.live.ledger import Ledger
 from quorum.live.provenance import SOURCES, label_sources, source_counts
-from quorum.live.runner import DECISION_KEYS, export_frame, status
+from quorum.live.status import status
+from quorum.live.summary import DECISION_KEYS
 from quorum.pages import png_base64, pyplot, render
 from quorum.pages.tables import Table, table_html
 
