@@ -271,10 +271,12 @@ def test_tasks_decisions_and_quality(page, project) -> None:
     assert never == ([f"Never asked (no call in the ledger): {', '.join(unasked)}."]
                      if unasked else []), items  # fmt: skip
     quality = js(page, "return document.querySelector('#quality').innerText")
-    if st.get("quality_estimate") is None:
+    q = st.get("quality") or {}
+    if q.get("quality_estimate") is None:
         assert "No estimate" in quality
-    else:
-        assert f"{st['quality_estimate']:.3f}" in quality
+    else:  # checks are on by default: the estimate of the status's quality object
+        assert f"{q['quality_estimate']:.3f}" in quality
+        assert f"from {q['quality_n_checks']} random human checks" in quality
 
 
 def test_screenshot(page, tmp_path_factory) -> None:

@@ -84,6 +84,10 @@ def register(app: typer.Typer) -> None:
         typer.echo(progress_line(s.labelled, s.n_items, s.spent, max(0.0, s.budget - s.spent)))
         calls = ", ".join(f"{k} {v}" for k, v in sorted(s.calls.items()))
         typer.echo(f"run {s.run_id}: {s.status} after {s.passes} pass(es); calls: {calls}")
+        from quorum.live.target import quality_lines
+
+        for line in quality_lines(s.quality, s.target):
+            typer.echo(line)
         if s.interrupted_before:
             typer.echo(f"resumed: {s.interrupted_before} call(s) had been cut off by a stop")
         if s.given or s.withdrawn:
@@ -250,14 +254,10 @@ def register(app: typer.Typer) -> None:
             con.print(line, markup=False, highlight=False)
         for w in st.get("warnings") or []:
             con.print(f"warning: {w}", style="yellow", markup=False)
-        q = st.get("quality")
-        if q:
-            con.print(
-                f"labels' quality (vs the human label): {q['quality_estimate']:.3f}, "
-                f"{q['quality_confidence']:.0%} interval {q['quality_low']:.3f}-"
-                f"{q['quality_high']:.3f}, from {q['quality_n_checks']} random checks"
-                + (f" ({q['pending_checks']} waiting)" if q.get("pending_checks") else "")
-            )
+        from quorum.live.target import quality_lines
+
+        for line in quality_lines(st.get("quality"), st.get("target")):
+            con.print(line, markup=False, highlight=False)
         if st["held_for_humans"] != "0":
             con.print(f"held for pending human labels: ${st['held_for_humans']}")
         if st["interrupted_calls"]:

@@ -32,7 +32,7 @@ from quorum.live.config import ProjectConfig
 from quorum.quality.checks import QualityChecks
 from quorum.quality.target import TARGET_CHECKS, TargetQuality, _more_money
 from quorum.routing.base import Router, RoutingProblem, RoutingResult
-from quorum.routing.budget import Budget
+from quorum.routing.budget import Budget, from_units
 
 log = logging.getLogger("quorum.live")
 
@@ -168,6 +168,17 @@ class LiveTarget:
                 f"estimate {q['quality_estimate']:.3f}, lower bound {q['quality_low']:.3f} "
                 f"at {at}" + more)  # fmt: skip
 
+    def looked(self, result: RoutingResult, ledger: Any) -> bool:
+        """After a complete, settled pass: look (:meth:`look`) and keep the state in the
+        ledger; True: the run climbed a rung and routes again."""
+        if self.state != "climbing":
+            return False
+        climb = self.look(result, from_units(ledger.money_units()["committed"]))
+        self.save(ledger)
+        if not climb and self.message:
+            log.info("%s", self.message)
+        return climb
+
     def save(self, ledger: Any) -> None:
         with ledger.tx() as c:
             c.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
@@ -202,7 +213,8 @@ def route_pass(
     if target is not None:
         problem, budget = target.rung(problem, budget)
     checks = target.checks() if target is not None else plain_checks(cfg)
-    if checks is None or source.human is None:
+    human = source.human is not None or problem.task.human in source.annotators
+    if checks is None or not human:  # no checks, or no one to check (no human arm)
         return router.route(problem, source, budget, seed=cfg.seed)
     inner_problem, inner, n = checks.split(problem, budget, source)
     result = router.route(inner_problem, source, inner, seed=cfg.seed)
@@ -211,24 +223,32 @@ def route_pass(
     return checks.check(result, problem, source, budget, n, seed=cfg.seed)[0]
 
 
-def quality_summary(result: RoutingResult | None) -> dict[str, Any] | None:
-    """``RunSummary.quality``: the estimate's row, the checks still waiting, and each
-    checked item's score (None without checks)."""
-    if result is None or "quality" not in result.info:
+def target_status(saved: str | None) -> dict[str, Any] | None:
+    """``status --json``'s ``target``: the ladder's state kept in the ledger (None where
+    the project never ran with a target)."""
+    if not saved:
         return None
-    q = dict(result.info["quality"])
-    q["pending_checks"] = int(result.info.get("quality_pending", 0))
-    ch = result.info.get("quality_checks") or {}
-    q["checked"] = dict(zip(ch.get("item_id", []), map(float, ch.get("score", [])), strict=True))
-    return q
+    try:
+        return LiveTarget(**json.loads(saved)).row()
+    except (ValueError, TypeError):
+        return None
 
 
-def target_line(t: dict[str, Any] | None) -> str | None:
-    """One line for ``quorum status`` about the target mode (None without a target)."""
-    if not t:
-        return None
-    if t.get("message"):
-        return t["message"]
-    return (f"target {t['target_quality']:.3f} at {t['confidence']:.0%} confidence: rung "
+def quality_lines(q: dict[str, Any] | None, t: dict[str, Any] | None) -> list[str]:
+    """The lines ``quorum annotate`` and ``quorum status`` print about the estimate and the
+    target (none without them)."""
+    out = []
+    if q:
+        out.append(
+            f"labels' quality (vs the human label): {q['quality_estimate']:.3f}, "
+            f"{q['quality_confidence']:.0%} interval {q['quality_low']:.3f}-"
+            f"{q['quality_high']:.3f}, from {q['quality_n_checks']} random checks"
+            + (f" ({q['pending_checks']} waiting)" if q.get("pending_checks") else "")
+        )
+    if t:
+        out.append(t["message"] or (
+            f"target {t['target_quality']:.3f} at {t['confidence']:.0%} confidence: rung "
             f"{t['rung']} of {t['planned_looks']} (spending up to {t['rung_limit']:.4g} of "
-            f"{t['ceiling']:.4g}), {t['looks']} look(s) so far")  # fmt: skip
+            f"{t['ceiling']:.4g}), {t['looks']} look(s) so far"
+        ))  # fmt: skip
+    return out
