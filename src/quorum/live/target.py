@@ -154,9 +154,10 @@ class LiveTarget:
         spent = self.looks[-1]["spent"]
         at = f"{self.confidence:.0%} confidence"
         if self.state == "reached":
+            early = "; spending stopped early" if k < n else ""
             return (f"target {self.target:.3f} reached at {at} at look {k} of {n}: lower bound "
                     f"{q['quality_low']:.3f}, spent {spent:.4g} of the budget "
-                    f"{self.ceiling:.4g}; spending stopped")  # fmt: skip
+                    f"{self.ceiling:.4g}{early}")  # fmt: skip
         more = (
             f"; about {self.more_money:.4g} more money would reach it if the lower bound kept "
             "rising as over the last look"
