@@ -152,3 +152,68 @@ def test_plan_for_a_target(tmp_path, shared_data_dir) -> None:
     assert got["target"] == 0.6 and got["runs"] == 2 and len(got["spent"]) == 2
     res = CliRunner().invoke(app, ["plan", str(path), "--target-quality", "1.0"])
     assert res.exit_code == 2 and "target quality" in res.output
+
+
+def _gold_project(data_dir, limit: float, target: float | None, gold: bool = True) -> dict:
+    """The keyword models with the gold column as the human (answering at once)."""
+    items = sst2_items(data_dir, 100)
+    if not gold:
+        items["gold_column"] = None
+    budget = {"limit": limit} | ({"target_quality": target} if target is not None else {})
+    return {
+        "name": "gold-target", "method": "quorum", "features": "light", "items": items,
+        "task": SST2_TASK, "budget": budget, "human_price": 0.05,
+        "annotators": [
+            {"name": "kw", "kind": "model", "price": 0.001,
+             "model": "live_servers.models:keyword_sentiment"},
+            {"name": "kw2", "kind": "model", "price": 0.002,
+             "model": "live_servers.models:named_sentiment"},
+        ],
+    }  # fmt: skip
+
+
+def test_target_stops_early_and_a_rerun_spends_nothing(tmp_path, shared_data_dir) -> None:
+    from quorum.live.runner import annotate
+    from quorum.live.status import status
+
+    cfg = load_project(write_project(tmp_path, _gold_project(shared_data_dir, 4.0, 0.7)))
+    s = annotate(cfg, quiet=True)
+    t = s.target
+    assert s.status == "finished" and t["state"] == "reached" and t["lower_bound"] >= 0.7
+    assert t["looks"] == len(t["steps"]) and t["steps"][-1]["low"] >= 0.7
+    assert all(x["low"] < 0.7 for x in t["steps"][:-1])  # it climbed while below
+    assert s.quality["quality_low"] == t["lower_bound"] and s.spent <= 4.0
+    st = status(cfg)
+    assert st["target"]["state"] == "reached" and st["target"]["steps"] == t["steps"]
+    calls = len(_calls(cfg))
+    again = annotate(cfg, quiet=True)  # a stopped run stays stopped: nothing new is paid
+    assert again.target["steps"] == t["steps"] and len(_calls(cfg)) == calls
+    assert again.quality == s.quality
+
+
+def test_checks_off_and_a_target_without_people(tmp_path, shared_data_dir) -> None:
+    from quorum.live.runner import annotate
+
+    data = _gold_project(shared_data_dir, 4.0, None)
+    data["budget"]["quality_checks"] = 0
+    s = annotate(load_project(write_project(tmp_path / "off", data)), quiet=True)
+    assert s.status == "finished" and s.quality is None and s.target is None
+    on = annotate(
+        load_project(write_project(tmp_path / "on", _gold_project(shared_data_dir, 4.0, None))),
+        quiet=True,
+    )
+    assert on.quality is not None and on.quality["quality_n_checks"] >= 1  # on by default
+    # a project always has people to check (a human annotator, or the gold column)
+    path = write_project(tmp_path / "none", _gold_project(shared_data_dir, 4.0, 0.8, gold=False))
+    res = CliRunner().invoke(app, ["annotate", str(path), "-q"])
+    assert res.exit_code == 2 and "kind = 'human'" in res.output
+
+
+def _calls(cfg):
+    import sqlite3
+
+    con = sqlite3.connect(cfg.ledger_path)
+    try:
+        return con.execute("SELECT call_id FROM calls").fetchall()
+    finally:
+        con.close()

@@ -214,8 +214,7 @@ def route_pass(
     if target is not None:
         problem, budget = target.rung(problem, budget)
     checks = target.checks() if target is not None else plain_checks(cfg)
-    human = source.human is not None or problem.task.human in source.annotators
-    if checks is None or not human:  # no checks, or no one to check (no human arm)
+    if checks is None:
         return router.route(problem, source, budget, seed=cfg.seed)
     inner_problem, inner, n = checks.split(problem, budget, source)
     result = router.route(inner_problem, source, inner, seed=cfg.seed)
