@@ -263,7 +263,8 @@ def dataset_card(cfg: ProjectConfig, frame: pd.DataFrame, st: dict[str, Any]) ->
     ]
     dec = run_decision_lines(cfg, st)
     lines += [f"- {x}" for x in dec] or ["- The router reported no decisions."]
-    est, lo, hi = (st.get(k) for k in QUALITY_KEYS)
+    q = st.get("quality") or st  # the status's ``quality`` object (or the keys at its top)
+    est, lo, hi = (q.get(k) for k in QUALITY_KEYS)
     lines += ["", "## Estimated accuracy", ""]
     if est is None:
         lines.append("No estimate: this run has none.")
@@ -272,6 +273,8 @@ def dataset_card(cfg: ProjectConfig, frame: pd.DataFrame, st: dict[str, Any]) ->
             f"Estimated accuracy {float(est):.3f}"
             + (f" (interval {float(lo):.3f} to {float(hi):.3f})." if lo is not None else ".")
         )
+    if (st.get("target") or {}).get("message"):
+        lines.append(f"Quality target: {st['target']['message']}.")
     lines += [
         "",
         "## Columns",
