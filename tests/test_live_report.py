@@ -271,10 +271,12 @@ def test_tasks_decisions_and_quality(page, project) -> None:
     assert never == ([f"Never asked (no call in the ledger): {', '.join(unasked)}."]
                      if unasked else []), items  # fmt: skip
     quality = js(page, "return document.querySelector('#quality').innerText")
-    if st.get("quality_estimate") is None:
+    q = st.get("quality") or {}
+    if q.get("quality_estimate") is None:
         assert "No estimate" in quality
-    else:
-        assert f"{st['quality_estimate']:.3f}" in quality
+    else:  # checks are on by default: the estimate of the status's quality object
+        assert f"{q['quality_estimate']:.3f}" in quality
+        assert f"from {q['quality_n_checks']} random human checks" in quality
 
 
 def test_screenshot(page, tmp_path_factory) -> None:
@@ -343,7 +345,15 @@ def test_estimate_shown_when_the_status_has_one(project) -> None:
     path, _st = project
     cfg = load_project(path)
     data = report_data(cfg)
+    q = data["status"]["quality"]  # checks are on by default: this run has an estimate
+    assert q is not None and f"Estimated accuracy {q['quality_estimate']:.3f}" in render_page(
+        cfg, data
+    )
+    data["status"]["quality"] = None
     assert "No estimate" in render_page(cfg, data)
-    data["status"].update(quality_estimate=0.8125, quality_low=0.71, quality_high=0.9)
+    data["status"]["quality"] = {"quality_estimate": 0.8125, "quality_low": 0.71,
+                                 "quality_high": 0.9, "quality_n_checks": 7}  # fmt: skip
     page = render_page(cfg, data)
-    assert "Estimated accuracy 0.812 (interval 0.710 to 0.900)." in page
+    assert "Estimated accuracy 0.812 (interval 0.710 to 0.900), from 7 random human checks." in page
+    data["status"]["target"] = {"message": "target 0.800 reached at 90% confidence"}
+    assert "Quality target: target 0.800 reached at 90% confidence." in render_page(cfg, data)

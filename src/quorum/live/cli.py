@@ -113,6 +113,10 @@ def _print_run(s: RunSummary) -> None:
     typer.echo(progress_line(s.labelled, s.n_items, s.spent, max(0.0, s.budget - s.spent)))
     calls = ", ".join(f"{k} {v}" for k, v in sorted(s.calls.items()))
     typer.echo(f"run {s.run_id}: {s.status} after {s.passes} pass(es); calls: {calls}")
+    from quorum.live.target import quality_lines
+
+    for line in quality_lines(s.quality, s.target):
+        typer.echo(line)
     if s.interrupted_before:
         typer.echo(f"resumed: {s.interrupted_before} call(s) had been cut off by a stop")
     if s.given or s.withdrawn:
@@ -182,21 +186,40 @@ def plan_cmd(
         None, "--features", help="override the project's features (e.g. light)"
     ),
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+    target: float | None = typer.Option(
+        None,
+        "--target-quality",
+        min=0.0,
+        max=1.0,
+        help="also: what this quality target is likely to cost (default: the project's "
+        "[budget] target_quality)",
+    ),
+    confidence: float | None = typer.Option(
+        None, "--confidence", min=0.0, max=1.0, help="the target's confidence (default 0.9)"
+    ),
+    runs: int = typer.Option(5, "--runs", min=1, help="simulated runs for the target"),
 ) -> None:
-    """Before spending anything: max spend, expected LLM calls, human labels and hours."""
+    """Before spending anything: max spend, expected LLM calls, human labels and hours,
+    and with a quality target what it is likely to cost."""
     from quorum.live.config import load_project
     from quorum.live.plan import plan
+    from quorum.live.plan_target import plan_target
 
     _setup_logging(True)
     try:
-        p = plan(load_project(project), llm_accuracy=llm_accuracy, features=features)
-    except QuorumError as exc:
+        cfg = load_project(project)
+        p = plan(cfg, llm_accuracy=llm_accuracy, features=features)
+        tp = None
+        if target is not None or cfg.budget.target_quality is not None:
+            tp = plan_target(cfg, target, confidence, llm_accuracy, runs, features)
+    except (QuorumError, ValueError) as exc:
         _fail(exc)
         return
     if as_json:
-        typer.echo(json.dumps(p.as_dict(), indent=2))
+        out = p.as_dict() | ({"target": tp.as_dict()} if tp is not None else {})
+        typer.echo(json.dumps(out, indent=2))
         return
-    for line in p.lines():
+    for line in p.lines() + (tp.lines() if tp is not None else []):
         typer.echo(line)
 
 

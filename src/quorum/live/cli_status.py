@@ -73,14 +73,10 @@ def _print_money(con: Console, st: dict[str, Any]) -> None:
     and the human tasks waiting (with their Label Studio links)."""
     for w in st.get("warnings") or []:
         con.print(f"warning: {w}", style="yellow", markup=False)
-    q = st.get("quality")
-    if q:
-        con.print(
-            f"labels' quality (vs the human label): {q['quality_estimate']:.3f}, "
-            f"{q['quality_confidence']:.0%} interval {q['quality_low']:.3f}-"
-            f"{q['quality_high']:.3f}, from {q['quality_n_checks']} random checks"
-            + (f" ({q['pending_checks']} waiting)" if q.get("pending_checks") else "")
-        )
+    from quorum.live.target import quality_lines
+
+    for line in quality_lines(st.get("quality"), st.get("target")):
+        con.print(line, markup=False, highlight=False)
     if st["held_for_humans"] != "0":
         con.print(f"held for pending human labels: ${st['held_for_humans']}")
     if st["interrupted_calls"]:

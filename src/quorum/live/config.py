@@ -46,15 +46,38 @@ class BudgetConfig(BaseModel):
         "accept it for new calls (calls already made keep the cost they were recorded at)",
     )
     quality_checks: float | None = Field(
-        default=None,
+        default=0.03,
         ge=0.0,
         le=1.0,
         description="share of the human labels the budget can buy spent on random checks "
-        "that estimate the labels' quality (docs/quality.md); None: no checks",
+        "that estimate the labels' quality (docs/quality.md); 0: no checks",
     )
-    confidence: float = Field(
-        default=0.95, gt=0.0, lt=1.0, description="level of the quality estimate's interval"
+    confidence: float | None = Field(
+        default=None,
+        gt=0.0,
+        lt=1.0,
+        description="level of the quality estimate's interval (default 0.95), or with "
+        "target_quality the chance that a stop's claim is right (default 0.9)",
     )
+    target_quality: float | None = Field(
+        default=None,
+        gt=0.0,
+        lt=1.0,
+        description="stop spending once the labels' quality is at least this with "
+        "`confidence` (the budget is then a ceiling; docs/quality.md)",
+    )
+
+    @property
+    def checks_on(self) -> bool:
+        """Random quality checks are bought (a share above 0, or a target)."""
+        return bool(self.quality_checks) or self.target_quality is not None
+
+    @property
+    def level(self) -> float:
+        """``confidence``, or its default: 0.9 for a target, else 0.95."""
+        if self.confidence is not None:
+            return self.confidence
+        return 0.9 if self.target_quality is not None else 0.95
 
 
 class ProjectConfig(BaseModel):

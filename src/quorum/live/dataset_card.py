@@ -163,16 +163,21 @@ def _router(cfg: ProjectConfig, st: dict[str, Any]) -> list[str]:
 
 
 def _accuracy(st: dict[str, Any]) -> list[str]:
-    """The estimated accuracy with its interval, where the run has one."""
-    est, lo, hi = (st.get(k) for k in QUALITY_KEYS)
+    """The estimated accuracy with its interval, where the run has one, and where a
+    quality target stopped the run."""
+    q = st.get("quality") or st  # the status's ``quality`` object (or the keys at its top)
+    est, lo, hi = (q.get(k) for k in QUALITY_KEYS)
     lines = ["", "## Estimated accuracy", ""]
     if est is None:
-        return [*lines, "No estimate: this run has none."]
-    return [
-        *lines,
-        f"Estimated accuracy {float(est):.3f}"
-        + (f" (interval {float(lo):.3f} to {float(hi):.3f})." if lo is not None else "."),
-    ]
+        lines.append("No estimate: this run has none.")
+    else:
+        lines.append(
+            f"Estimated accuracy {float(est):.3f}"
+            + (f" (interval {float(lo):.3f} to {float(hi):.3f})." if lo is not None else ".")
+        )
+    if (st.get("target") or {}).get("message"):
+        lines.append(f"Quality target: {st['target']['message']}.")
+    return lines
 
 
 def _md(x: Any) -> str:

@@ -90,6 +90,8 @@ class PlanSource:
         conf_prices: dict[str, float],
         llm_accuracy: float,
         seed: int,
+        accuracy: dict[str, float] | None = None,
+        recorded: dict[tuple[str, str], str] | None = None,
     ) -> None:
         self.task = task
         self.truth = truth
@@ -98,6 +100,10 @@ class PlanSource:
         self.prices[task.human] = task.human_spec.price
         self.conf_prices = conf_prices
         self.llm_accuracy = llm_accuracy
+        #: per annotator: its accuracy (else ``llm_accuracy``), and recorded answers
+        #: (item, annotator) -> output that replace its coin
+        self.accuracy = dict(accuracy or {})
+        self.recorded = dict(recorded or {})
         self.seed = seed
         self.calls: Counter[str] = Counter()
         self.confidence_calls = 0
@@ -116,9 +122,11 @@ class PlanSource:
         self.calls[annotator] += 1
         truth = self.truth[item_id]
         out = truth
-        if annotator != self.task.human:
+        if (item_id, annotator) in self.recorded:
+            out = self.recorded[(item_id, annotator)]
+        elif annotator != self.task.human:
             rng = self._rng(item_id, annotator)
-            if rng.random() >= self.llm_accuracy:
+            if rng.random() >= self.accuracy.get(annotator, self.llm_accuracy):
                 others = [x for x in self.labels if x != truth]
                 out = others[int(rng.integers(len(others)))] if others else f"{truth} (wrong)"
         return Outcome(item_id, annotator, out, self.price(annotator))
@@ -156,29 +164,36 @@ def _placeholder_keys(cfg: ProjectConfig) -> Iterator[None]:
             os.environ.pop(var, None)
 
 
+@dataclass
+class PlanSetup:
+    """What :func:`plan` and :func:`quorum.live.plan_target.plan_target` simulate on."""
+
+    cfg: ProjectConfig
+    items: Any
+    task: TaskSpec
+    problem: Any
+    specs: list[AnnotatorSpec]
+    conf: dict[str, float]
+    truth: dict[str, str]
+    labels: list[str]
+    added: dict[str, str]
+    sent: dict[str, str]
+
+    def source(self, llm_accuracy: float, seed: int, **kw: Any) -> PlanSource:
+        return PlanSource(self.task, self.truth, self.labels, self.conf, llm_accuracy, seed,
+                          **kw)  # fmt: skip
+
+
 def plan(cfg: ProjectConfig, llm_accuracy: float = 0.8, features: str | None = None) -> Plan:
     """Run the project's router on its items against :class:`PlanSource`; nothing is paid."""
-    from quorum.live.problem import build_problem
     from quorum.live.runner import make_method
 
-    if features is not None:
-        cfg = cfg.model_copy(update={"features": features})
-    items = load_items(cfg)
-    views = item_views(items)
-    specs, conf, added, sent = _annotator_specs(cfg, views)
-    human = cfg.human or GOLD_HUMAN
-    t = cfg.task
-    task = TaskSpec(
-        name=cfg.name, type=t.type, labels=t.labels, label_names=t.label_names,
-        instructions=t.instructions, language=t.language, annotators=specs, human=human,
-        human_price=cfg.human_price,
-    )  # fmt: skip
-    problem = build_problem(cfg, task, items, cfg.ledger_path.parent / "features")
-    labels = list(t.labels or [])
-    truth = _truth(cfg, items, labels)
-    source = PlanSource(task, truth, labels, conf, llm_accuracy, cfg.seed)
+    ps = setup(cfg, features)
+    cfg, items, task, specs = ps.cfg, ps.items, ps.task, ps.specs
+    human = task.human
+    source = ps.source(llm_accuracy, cfg.seed)
     budget = Budget(cfg.budget.limit, human_limit=cfg.budget.human_limit)
-    make_method(cfg.method, cfg.method_params).route(problem, source, budget, seed=cfg.seed)
+    make_method(cfg.method, cfg.method_params).route(ps.problem, source, budget, seed=cfg.seed)
     human_price = task.human_spec.price
     machines = [s for s in specs if s.kind != "human"]
     everything = len(items) * (sum(s.price for s in machines) + human_price)
@@ -199,9 +214,30 @@ def plan(cfg: ProjectConfig, llm_accuracy: float = 0.8, features: str | None = N
         seconds_per_label=cfg.humans.seconds_per_label,
         llm_accuracy=llm_accuracy,
         prices={**{s.name: s.price for s in machines}, human: human_price},
-        prompt_added=added,
-        prompt_sent=sent,
+        prompt_added=ps.added,
+        prompt_sent=ps.sent,
     )
+
+
+def setup(cfg: ProjectConfig, features: str | None = None) -> PlanSetup:
+    """The project's task, routing problem and simulated truth (gold where the items have
+    it, else a random label); nothing is called."""
+    from quorum.live.problem import build_problem
+
+    if features is not None:
+        cfg = cfg.model_copy(update={"features": features})
+    items = load_items(cfg)
+    specs, conf, added, sent = _annotator_specs(cfg, item_views(items))
+    t = cfg.task
+    task = TaskSpec(
+        name=cfg.name, type=t.type, labels=t.labels, label_names=t.label_names,
+        instructions=t.instructions, language=t.language, annotators=specs,
+        human=cfg.human or GOLD_HUMAN, human_price=cfg.human_price,
+    )  # fmt: skip
+    problem = build_problem(cfg, task, items, cfg.ledger_path.parent / "features")
+    labels = list(t.labels or [])
+    truth = _truth(cfg, items, labels)
+    return PlanSetup(cfg, items, task, problem, specs, conf, truth, labels, added, sent)
 
 
 def _annotator_specs(

@@ -348,7 +348,9 @@ def decisions_section(cfg: ProjectConfig, st: dict[str, Any]) -> dict:
 
 
 def quality_section(st: dict[str, Any]) -> dict:
-    est, lo, hi = (st.get(k) for k in QUALITY_KEYS)
+    q = st.get("quality") or st  # the status's ``quality`` object (or the keys at its top)
+    est, lo, hi = (q.get(k) for k in QUALITY_KEYS)
+    target = (st.get("target") or {}).get("message")
     if est is None:
         return _html_section(
             "quality",
@@ -363,4 +365,9 @@ def quality_section(st: dict[str, Any]) -> dict:
     text = f"Estimated accuracy {float(est):.3f}"
     if lo is not None and hi is not None:
         text += f" (interval {float(lo):.3f} to {float(hi):.3f})"
-    return _html_section("quality", [_p(text + ".", "estimate")])
+    if q.get("quality_n_checks") is not None:
+        text += f", from {q['quality_n_checks']} random human checks"
+    body = [_p(text + ".", "estimate")]
+    if target:
+        body.append(_p(f"Quality target: {target}.", "target"))
+    return _html_section("quality", body)

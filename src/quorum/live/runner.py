@@ -36,6 +36,7 @@ from quorum.live.run_progress import Progress
 from quorum.live.settle import give_paid_calls, label_orphans, settle_orphans
 from quorum.live.source import LiveSource
 from quorum.live.summary import RunSummary, quality_summary, run_summary
+from quorum.live.target import LiveTarget, route_pass
 from quorum.live.waiting import n_resolved, wait_for
 from quorum.routing.base import Router, RoutingResult
 from quorum.routing.budget import Budget, to_units
@@ -121,6 +122,8 @@ class _Run:
     human: Any = None
     #: calls a stopped run cut off, found when this one started
     n_interrupted: int = 0
+    #: the target mode's ladder (``[budget] target_quality``), else None
+    target: LiveTarget | None = None
 
 
 @dataclass
@@ -197,6 +200,7 @@ def _open_run(run: _Run, items: pd.DataFrame, views: Any, quiet: bool) -> LiveSo
     with ledger.tx() as c:
         c.execute("INSERT OR REPLACE INTO meta VALUES ('n_items', ?)", (str(len(items)),))
         c.execute("INSERT OR REPLACE INTO meta VALUES ('budget', ?)", (str(cfg.budget.limit),))
+    run.target = LiveTarget.of(cfg, ledger)
     run.progress = Progress(len(items), quiet=quiet)
     run.source = source = LiveSource(
         task_type=task.type,
@@ -233,8 +237,11 @@ def _route_until_done(run: _Run, source: LiveSource, tally: _Tally) -> RoutingRe
                 continue  # route again with them (delayed feedback)
             return result
         if _settled(run, source, result, tally):
-            return result
-        tally.settle += 1
+            if run.target is None or not run.target.looked(result, run.ledger):
+                return result
+            tally.settle = 0  # the target climbs a rung: route again on more money
+        else:
+            tally.settle += 1
 
 
 def _one_pass(
@@ -250,7 +257,7 @@ def _one_pass(
         budget.charge(min(interrupted_total, budget.remaining))
     source.skip_unpaid = True  # a planned call the ledger cannot pay: not made
     router = make_method(cfg.method, _with_human_quality(cfg, source))
-    result = _route(cfg, router, run.problem, source, budget)
+    result = route_pass(cfg, router, run.problem, source, budget, run.target)
     result = fill_labels(result, run.problem, source)
     run.ledger.write_result(run.run_id, n_pass, result.annotations, result.labels, result.trace)
     run.progress.pass_done(result, source)
@@ -318,6 +325,8 @@ def _finish_run(
     )
     if result is not None:
         summary.quality = quality_summary(result.info)
+    if run.target is not None:
+        summary.target = run.target.row()
     run.ledger.finish_run(run.run_id, summary.status, tally.passes, summary.as_dict())
     return summary
 
@@ -333,22 +342,6 @@ def _record_failure(run: _Run, exc: BaseException) -> None:
             run.ledger.finish_run(run.run_id, status, 0, {"error": f"{type(exc).__name__}: {exc}"})
         except Exception:
             log.debug("could not record the run's end", exc_info=True)
-
-
-def _route(cfg: ProjectConfig, router: Any, problem: Any, source: LiveSource, budget: Budget):
-    """One pass of the router; with ``[budget] quality_checks``, on the budget less the
-    checks' money, and the random checks asked once the pass is complete (docs/quality.md).
-    """
-    if cfg.budget.quality_checks is None:
-        return router.route(problem, source, budget, seed=cfg.seed)
-    from quorum.quality.checks import QualityChecks
-
-    checks = QualityChecks(share=cfg.budget.quality_checks, confidence=cfg.budget.confidence)
-    inner_problem, inner, n = checks.split(problem, budget, source)
-    result = router.route(inner_problem, source, inner, seed=cfg.seed)
-    if source.waiting:  # the pass waits for a person: its labels are not final yet
-        return result
-    return checks.check(result, problem, source, budget, n, seed=cfg.seed)[0]
 
 
 def _with_human_quality(cfg: ProjectConfig, source: LiveSource) -> dict[str, Any]:

@@ -23,6 +23,8 @@ from quorum.live.summary import (
     quality_of,
     row_extra,
 )
+from quorum.live.target import META_KEY as TARGET_KEY
+from quorum.live.target import target_status
 from quorum.routing.budget import from_units, to_units
 
 log = logging.getLogger("quorum.live")
@@ -99,6 +101,7 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         **humans,
         "warnings": warnings,
         "quality": quality_of(last),
+        "target": target_status(meta.get(TARGET_KEY)),
         "per_annotator": per,
         "runs": runs,
         "last_run": dict(last) if last is not None else None,

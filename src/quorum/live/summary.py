@@ -54,6 +54,8 @@ class RunSummary:
     filled: dict[str, int] = field(default_factory=dict)
     #: the labels' estimated quality (``[budget] quality_checks``, docs/quality.md)
     quality: dict[str, Any] | None = None
+    #: the target mode's state and stop (``[budget] target_quality``, docs/quality.md)
+    target: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -21,7 +21,6 @@ import dataclasses
 import functools
 import inspect
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -174,7 +173,7 @@ class QualityChecks:
             inner.charge(min(budget.spent, inner.remaining))
         return inner_problem, inner, n
 
-    def draw_order(self, machine_items: Sequence[Any], seed: int = 0) -> np.ndarray:
+    def draw_order(self, machine_items: list[str], seed: int = 0) -> np.ndarray:
         """Positions in ``machine_items`` (the machine-labelled items) in the order the
         checks are drawn: a random permutation from the checks' own stream."""
         rng = np.random.default_rng([self.stream, int(seed)])
@@ -206,7 +205,7 @@ class QualityChecks:
         f = model.predict(
             [finals[k] for k in machine], [by_item.get(items[k], {}) for k in machine]
         )
-        held = self._reserve(len(machine), n, result, budget, c_h, seed)
+        held = self._reserve([items[k] for k in machine], n, result, budget, c_h, seed)
         outs = source.annotate_many([(items[machine[p]], task.human) for p, _ in held])
         bought = self._apply(held, outs, machine, items, finals, labels, task.human, scorer)
         info = dict(result.info)
@@ -241,11 +240,19 @@ class QualityChecks:
         return checked, est
 
     def _reserve(
-        self, n_machine: int, n: int, result: RoutingResult, budget: Budget, c_h: float, seed: int
+        self,
+        machine_items: list[str],
+        n: int,
+        result: RoutingResult,
+        budget: Budget,
+        c_h: float,
+        seed: int,
     ) -> list[tuple[int, Any]]:
-        """The simple random sample of the machine-labelled items in the order drawn (its
-        own stream), each with a reservation of c_H, as far as the room left affords."""
-        order = self.draw_order(range(n_machine), seed)
+        """The simple random sample of the machine-labelled items (their ids) in the order
+        drawn (:meth:`draw_order`), each with a reservation of c_H, as far as the room left
+        affords."""
+        n_machine = len(machine_items)
+        order = self.draw_order(machine_items, seed)
         if not self.use_leftover:
             order = order[: min(n, n_machine)]
         room = Budget(
