@@ -9,6 +9,7 @@ import pytest
 
 from quorum.cache import ENV_VAR, user_cache_dir
 from quorum.features import pipeline as pl
+from quorum.features import profiles
 from quorum.features.cache import FeatureCache, cache_key
 from quorum.features.pipeline import FeatureExtractor
 
@@ -36,7 +37,7 @@ class FakeEmbedder:
 @pytest.fixture
 def fake(monkeypatch):
     emb = FakeEmbedder()
-    monkeypatch.setattr(pl, "get_embedder", lambda language="en": emb)
+    monkeypatch.setattr(profiles, "get_embedder", lambda language="en": emb)
     return emb
 
 
@@ -44,7 +45,7 @@ def _forbid_compute(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("computed although the cache should have been hit")
 
-    monkeypatch.setattr(pl, "get_embedder", boom)
+    monkeypatch.setattr(profiles, "get_embedder", boom)
     monkeypatch.setattr(pl, "linguistic_features", boom)
     monkeypatch.setattr(pl, "knn_search", boom)
 
@@ -117,7 +118,7 @@ def test_cache_hit_loads_no_model(monkeypatch, tmp_path):
     from quorum.models import embedders as embeddings
 
     emb = FakeEmbedder()
-    monkeypatch.setattr(pl, "get_embedder", lambda language="en": emb)
+    monkeypatch.setattr(profiles, "get_embedder", lambda language="en": emb)
     FeatureExtractor(cache_dir=str(tmp_path), show_progress=False).fit_transform(TEXTS, "en")
     monkeypatch.undo()
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from quorum.features import pipeline as pl
+from quorum.features import profiles
 from quorum.features.cache import cache_key
 from quorum.features.fast_linguistic import LightLinguistic, _sample
 from quorum.features.hashed_tagger import HashedTagger
@@ -108,7 +109,7 @@ def test_default_profile_keeps_its_cache_key(monkeypatch, tmp_path):
         return real(texts, **kw)
 
     monkeypatch.setattr(pl, "cache_key", spy)
-    monkeypatch.setattr(pl, "get_embedder", lambda language="en": _FakeEmbedder())
+    monkeypatch.setattr(profiles, "get_embedder", lambda language="en": _FakeEmbedder())
     pl.FeatureExtractor(cache_dir=str(tmp_path), show_progress=False).fit_transform(TEXTS, "en")
     assert seen == [MINILM_NAME]
     key = cache_key(TEXTS, model=MINILM_NAME, language=["en"] * len(TEXTS), k=5)
