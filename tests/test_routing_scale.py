@@ -168,6 +168,45 @@ def test_decision_trace_extend_equals_appending_row_by_row(with_priority):
         many.extend(["route"], ["x"], ["gold"], ["keep"], np.zeros(1), score=np.zeros(1))
 
 
+def test_decision_trace_extend_with_contexts_equals_appending():
+    """QUORUM's own rows in one ``extend`` (epsilon, b_t, p_t, money left, q given): the
+    frame of the same rows appended one by one (the compiled loops log this way)."""
+    rng = np.random.default_rng(3)
+    n, llms = 30, ["a", "b"]
+    cols = {k: rng.random(n) for k in ("epsilon", "b_t", "p_t", "price", "budget_left")}
+    prio, q = rng.random(n), rng.random((n, 2))
+    ids = [f"i{j}" for j in range(n)]
+    one, many = DecisionTrace(llms), DecisionTrace(llms)
+    for tr in (one, many):
+        tr.append("route", "q0", "a", "explore", 0.1, 0.2, 0.3, 0.01, 5.0, None, None)
+    many.extend(
+        ["extra"] * n,
+        ids,
+        ["b"] * n,
+        ["value"] * n,
+        cols["price"],
+        prio,
+        q=q,
+        epsilon=cols["epsilon"],
+        b_t=cols["b_t"],
+        p_t=cols["p_t"],
+        budget_left=cols["budget_left"],
+    )
+    for j in range(n):
+        one.append(
+            "extra",
+            ids[j],
+            "b",
+            "value",
+            *(float(cols[k][j]) for k in ("epsilon", "b_t", "p_t", "price", "budget_left")),
+            float(prio[j]),
+            q[j],
+        )
+    pd.testing.assert_frame_equal(many.frame(), one.frame())
+    with pytest.raises(ValueError, match="shape"):
+        many.extend(["x"], ["i"], ["a"], ["m"], np.zeros(1), q=np.zeros((1, 3)))
+
+
 def test_call_log_frame_and_rows_equal_list_of_dicts():
     cols = ["item_id", "annotator", "output", "status", "cost", "phase", "step", "kind"]
     rows = [

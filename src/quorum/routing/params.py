@@ -95,6 +95,7 @@ class QuorumParams(BaseModel):
     # engineering
     batch_size: int = Field(256, ge=1)
     posterior_backend: Literal["numba", "numpy"] = "numba"
+    loop_backend: Literal["numba", "python"] = "numba"
 
     @model_validator(mode="before")
     @classmethod

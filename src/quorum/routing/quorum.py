@@ -219,6 +219,10 @@ class QuorumRouter(Router):
     posterior_backend : "numba" (compiled posterior kernels, :mod:`quorum.routing.kernels`)
         or "numpy" (the reference path; the results before the kernels, which differ from
         it only in the order of some float sums: docs/performance.md).
+    loop_backend : "numba": in replay (a source with fixed answers,
+        :mod:`quorum.routing.fixed_answers`) the dollars setting's per-item loops run
+        compiled (:mod:`quorum.routing.phase3_loop`); "python": always the Python loops
+        (the reference path; live sources always take it).
     """
 
     name = "quorum"

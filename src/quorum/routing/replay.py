@@ -75,6 +75,16 @@ class RecordedSource:
     def annotate_many(self, requests: list[tuple[str, str]]) -> list[Outcome]:
         return [self.annotate(i, a) for i, a in requests]
 
+    def fixed_outputs(self, annotator: str, item_ids: list[str]) -> list[str | None]:
+        """What :meth:`annotate` returns for ``annotator`` on each of ``item_ids`` (None:
+        an unusable answer, still paid): replay answers do not depend on when they are
+        asked, so the compiled routing loops read them here when they buy them
+        (:mod:`quorum.routing.fixed_answers`)."""
+        if annotator == GOLD_HUMAN:
+            return [self._gold.get(i) for i in item_ids]
+        get = self._out.get
+        return [get((i, annotator)) for i in item_ids]
+
     def recorded_output(self, item_id: str, annotator: str) -> str | None:
         """Free look-up for evaluation (MCA, metrics); routers must not use it."""
         if annotator == GOLD_HUMAN:

@@ -120,10 +120,17 @@ class DecisionTrace:
         mode: Sequence[str],
         price: np.ndarray,
         priority: np.ndarray | None = None,
+        *,
+        epsilon: np.ndarray | None = None,
+        b_t: np.ndarray | None = None,
+        p_t: np.ndarray | None = None,
+        budget_left: np.ndarray | None = None,
+        q: np.ndarray | None = None,
         **scores: np.ndarray,
     ) -> None:
-        """Many decisions at once, one per entry of the (equally long) columns; epsilon,
-        b_t, p_t, money left and q are NaN (a baseline's rows, :meth:`append` for QUORUM's).
+        """Many decisions at once, one per entry of the (equally long) columns, the rows
+        :meth:`append` would write one by one. A column not given is NaN (a baseline's
+        rows have no epsilon, b_t, p_t, money left or q); ``q`` is (n, K).
         ``scores``: some of :data:`SCORES`."""
         n, start = len(item_id), len(self)
         unknown = set(scores) - set(SCORES)
@@ -135,15 +142,24 @@ class DecisionTrace:
         self.arm.extend(arm)
         self.mode.extend(mode)
         nan = np.full(n, _NAN).tobytes()
-        for name in ("epsilon", "b_t", "p_t", "budget_left"):
-            getattr(self, name).frombytes(nan)
+        given = {"epsilon": epsilon, "b_t": b_t, "p_t": p_t, "budget_left": budget_left}
+        for name, values in given.items():
+            col = nan if values is None else np.asarray(values, dtype=np.float64).tobytes()
+            getattr(self, name).frombytes(col)
         self.price.frombytes(np.asarray(price, dtype=np.float64).tobytes())
         if priority is None:
             self.priority.frombytes(nan)
         else:
             self._any_priority = True
             self.priority.frombytes(np.asarray(priority, dtype=np.float64).tobytes())
-        self.q.frombytes(np.full(n * len(self.llm_names), _NAN).tobytes())
+        if q is None:
+            self.q.frombytes(np.full(n * len(self.llm_names), _NAN).tobytes())
+        else:
+            q = np.ascontiguousarray(q, dtype=np.float64)
+            if q.shape != (n, len(self.llm_names)):
+                raise ValueError(f"q has shape {q.shape}, expected {(n, len(self.llm_names))}")
+            self._any_q = self._any_q or n > 0
+            self.q.frombytes(q.tobytes())
         for name, values in scores.items():
             col = self.scores.setdefault(name, array("d"))
             col.extend([_NAN] * (start - len(col)))
