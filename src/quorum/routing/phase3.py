@@ -159,7 +159,7 @@ def refine(run: QuorumRun, rule: ExtraArmRule) -> None:
     """
     n_asked = np.array([len(run.rec.by_item.get(i, ())) for i in run.ids], dtype=np.int64)
     items = _Open(run, n_asked)
-    fixed = applies(run, isinstance(rule, ValueRule))
+    fixed = applies(run) if isinstance(rule, ValueRule) else None
     if fixed is not None:  # replay: the same loop, compiled (loop_backend)
         compiled_refine(run, fixed, items, n_asked)
     else:

@@ -627,3 +627,56 @@ def refine_loop(
                 )
             size = _heap_build(hn, ht, prio, open_)
     return picks, t_explore, n_rows, n_buf, buf
+
+
+@njit(cache=True)
+def settle_items(
+    items,
+    codes,
+    order,
+    n_out,
+    asked,
+    row,
+    buf,
+    rewarded,
+    settled,
+    seen,
+    post,
+    cfg,
+    ints,
+    phi,
+    mask,
+    rf,
+):  # pragma: no cover - compiled
+    """rewards.settle of ``items`` in turn, at b_t = rf (nothing bought meanwhile)."""
+    K = ints[0]
+    A = K + 1
+    d = phi.shape[1] + 2 + K + (1 if ints[8] == 1 else 0)
+    work = (
+        np.empty(A, dtype=np.int64),
+        np.empty(A),
+        np.empty(A, dtype=np.int64),
+        np.empty(d),
+        np.empty(K),
+        np.empty(A, dtype=np.int64),
+    )
+    for t in items:
+        _settle(
+            t,
+            codes,
+            order,
+            n_out,
+            asked,
+            row,
+            buf,
+            rewarded,
+            settled,
+            seen,
+            post,
+            cfg,
+            ints,
+            phi,
+            mask,
+            rf,
+            work,
+        )
