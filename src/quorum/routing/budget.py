@@ -71,6 +71,11 @@ class Budget:
         return from_units(self._limit_u - self._spent_u - self._reserved_u)
 
     @property
+    def remaining_units(self) -> int:
+        """:attr:`remaining` in nano-units (exact)."""
+        return self._limit_u - self._spent_u - self._reserved_u
+
+    @property
     def remaining_fraction(self) -> float:
         """``b_t``: remaining budget as a fraction of the limit."""
         return 0.0 if self._limit_u == 0 else max(0.0, self.remaining / self.limit)

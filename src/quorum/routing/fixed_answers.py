@@ -17,6 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
+
+from quorum.routing.base import Outcome
+from quorum.routing.budget import to_units
 
 __all__ = ["AnswerCodes", "answer_codes"]
 
@@ -34,6 +38,25 @@ class AnswerCodes:
     prices: np.ndarray
     labels: list[str]
 
+    @property
+    def price_units(self) -> np.ndarray:
+        """``prices`` in the budget's integer nano-units."""
+        return np.array([to_units(p) for p in self.prices], dtype=np.int64)
+
+    def outcomes(
+        self, ids: list[str], t_of: np.ndarray, arm_of: np.ndarray, names: list[str]
+    ) -> list[Outcome]:
+        """The outcomes the source gives for the calls (item ``t_of[i]`` with id
+        ``ids[i]``, arm ``arm_of[i]`` named ``names[i]``): the output where it is usable,
+        else status "unparseable"; the cost is the price."""
+        codes = self.codes[t_of, arm_of].tolist()
+        cost = self.prices[arm_of].tolist()
+        labels = self.labels
+        return [
+            Outcome(i, a, labels[y], c, "ok") if y >= 0 else Outcome(i, a, None, c, "unparseable")
+            for i, a, y, c in zip(ids, names, codes, cost, strict=True)
+        ]
+
 
 def answer_codes(source, item_ids: Sequence[str], annotators: Sequence[str]) -> AnswerCodes | None:
     """The fixed answers of ``annotators`` on ``item_ids`` as codes, or None when the
@@ -42,12 +65,11 @@ def answer_codes(source, item_ids: Sequence[str], annotators: Sequence[str]) -> 
     if not callable(fixed):
         return None
     ids = list(item_ids)
-    code_of: dict[str, int] = {}
-    codes = np.full((len(ids), len(annotators)), NO_OUTPUT, dtype=np.int32)
+    outs = np.empty((len(annotators), len(ids)), dtype=object)
     for a, name in enumerate(annotators):
-        outs = fixed(name, ids)
-        codes[:, a] = [
-            NO_OUTPUT if y is None else code_of.setdefault(y, len(code_of)) for y in outs
-        ]
+        outs[a] = fixed(name, ids)
+    # one code per distinct output (pandas' hash table; None -> -1)
+    flat, labels = pd.factorize(outs.ravel(), use_na_sentinel=True)
+    codes = np.ascontiguousarray(flat.reshape(len(annotators), len(ids)).T, dtype=np.int32)
     prices = np.array([float(source.price(a)) for a in annotators])
-    return AnswerCodes(codes, prices, list(code_of))
+    return AnswerCodes(codes, prices, list(labels))

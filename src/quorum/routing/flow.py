@@ -179,8 +179,7 @@ def calibrate(run: QuorumRun, cal: list[int]) -> list[int]:
         ["calibration"] * n, price, epsilon=np.full(n, arms.epsilon()), b_t=np.ones(n),
         p_t=np.zeros(n), budget_left=np.full(n, run.budget.remaining),
     )  # fmt: skip
-    if n:
-        run.rec.annotate_many([(ids[t], a) for t in cal for a in panel], phase="calibration")
+    run.buy_calls([(t, a) for t in cal for a in panel], "calibration")
     arms.mask[cal] = 1.0
     settle_many(run, cal)
     return list(cal)

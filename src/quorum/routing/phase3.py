@@ -17,7 +17,7 @@ import numpy as np
 
 from quorum.routing.budget import affordable_count, cap_humans, first_answer_reserve
 from quorum.routing.params import QuorumParams
-from quorum.routing.phase3_loop import applies, compiled_refine
+from quorum.routing.phase3_loop import compiled_refine
 from quorum.routing.policy import adaptive_tau, refine_tau_ratio, value_choice
 from quorum.routing.refinement import PriorityQueue, leftover_priority, refinement_priority
 from quorum.routing.rewards import settle
@@ -158,12 +158,11 @@ def refine(run: QuorumRun, rule: ExtraArmRule) -> None:
     so a pick costs O(log T), not O(T).
     """
     n_asked = np.array([len(run.rec.by_item.get(i, ())) for i in run.ids], dtype=np.int64)
-    items = _Open(run, n_asked)
-    fixed = applies(run) if isinstance(rule, ValueRule) else None
+    fixed = run.compiled_answers() if isinstance(rule, ValueRule) else None
     if fixed is not None:  # replay: the same loop, compiled (loop_backend)
-        compiled_refine(run, fixed, items, n_asked)
+        compiled_refine(run, fixed, n_asked)
     else:
-        _refine_python(run, rule, items, n_asked)
+        _refine_python(run, rule, _Open(run, n_asked), n_asked)
     if run.cfg.spend_leftover:
         leftover_humans(run, n_asked)
 

@@ -83,30 +83,38 @@ def _heap_pop(hn, ht, size):  # pragma: no cover - compiled
     size -= 1
     hn[0] = hn[size]
     ht[0] = ht[size]
-    i = 0
-    while True:
-        left = 2 * i + 1
-        if left >= size:
-            break
-        best = left
-        right = left + 1
-        if right < size and _less(hn[right], ht[right], hn[left], ht[left]):
-            best = right
-        if _less(hn[best], ht[best], hn[i], ht[i]):
-            hn[i], hn[best] = hn[best], hn[i]
-            ht[i], ht[best] = ht[best], ht[i]
-            i = best
-        else:
-            break
+    _sift_down(hn, ht, size, 0)
     return size
 
 
 @njit(cache=True)
+def _sift_down(hn, ht, size, i):  # pragma: no cover - compiled
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            return
+        best = left
+        right = left + 1
+        if right < size and _less(hn[right], ht[right], hn[left], ht[left]):
+            best = right
+        if not _less(hn[best], ht[best], hn[i], ht[i]):
+            return
+        hn[i], hn[best] = hn[best], hn[i]
+        ht[i], ht[best] = ht[best], ht[i]
+        i = best
+
+
+@njit(cache=True)
 def _heap_build(hn, ht, prio, open_):  # pragma: no cover - compiled
+    """A heap of every open item's (-P_t, t), built bottom-up in O(n)."""
     size = 0
     for t in range(prio.shape[0]):
         if open_[t]:
-            size = _heap_push(hn, ht, size, -prio[t], t)
+            hn[size] = -prio[t]
+            ht[size] = t
+            size += 1
+    for i in range(size // 2 - 1, -1, -1):
+        _sift_down(hn, ht, size, i)
     return size
 
 
@@ -416,17 +424,67 @@ def refine_loop(
     cov_llm = cov[:K]
     fits = np.empty(K, dtype=np.int64)
     one = np.empty((1, d))
-    # the heap of (-P_t, t) and the open count
-    cap = T + 2 * (refresh + T // 50 + 2)
-    hn = np.empty(cap)
-    ht = np.empty(cap, dtype=np.int64)
+    # the open items (phase3._Open): those whose answers agree settle at once; the
+    # others get Delta_t, 1(human), whether they have an answer, and P_t
+    rf = 0.0 if limit == 0.0 else max(0.0, (money[0] / 1e9) / limit)
+    for t in range(T):
+        n = n_out[t]
+        if (
+            open_[t]
+            and n >= 2
+            and _agreement(codes[t], order[t], n, K, w_h, w_llm, labels, weights) >= thr
+        ):
+            _settle(
+                t,
+                codes,
+                order,
+                n_out,
+                asked,
+                row,
+                buf,
+                rewarded,
+                settled,
+                seen,
+                post,
+                cfg,
+                ints,
+                phi,
+                mask,
+                rf,
+                work,
+            )
+            open_[t] = False
     n_open = 0
     n_unanswered = 0
     for t in range(T):
+        prio[t] = -np.inf
         if open_[t]:
             n_open += 1
-            if no_answer[t]:
-                n_unanswered += 1
+            n = n_out[t]
+            no_answer[t] = n == 0
+            n_unanswered += 1 if n == 0 else 0
+            delta[t] = _delta(codes[t], order[t], n, labels, counts)
+            has_h[t] = 1.0 if asked[t, K] and codes[t, K] >= 0 else 0.0
+    idx = np.flatnonzero(open_)
+    if idx.shape[0] > 0:
+        _priorities(
+            idx,
+            idx.shape[0],
+            phi,
+            mask,
+            rf,
+            1.0 - n_open / max(T, 1),
+            bias,
+            cov_llm,
+            delta,
+            has_h,
+            prio,
+            d,
+        )
+    # the heap of (-P_t, t)
+    cap = T + 2 * (refresh + T // 50 + 2)
+    hn = np.empty(cap)
+    ht = np.empty(cap, dtype=np.int64)
     size = _heap_build(hn, ht, prio, open_)
     picks = 0
     n_rows = 0

@@ -17,26 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from quorum.routing.base import Outcome
 from quorum.routing.budget import to_units
 from quorum.routing.fixed_answers import AnswerCodes
 from quorum.routing.run import QuorumRun
 
-__all__ = ["LoopState", "applies", "compiled_refine", "compiled_settle"]
-
-
-def applies(run: QuorumRun) -> AnswerCodes | None:
-    """The fixed answers when the compiled steps apply to ``run``, else None."""
-    cfg, posts = run.cfg, list(run.arms.post.values())
-    if (
-        cfg.loop_backend != "numba"
-        or run.summ
-        or run.spend._is_available is not None
-        or run.rec._prior
-        or any(p._k is None for p in [*posts, run.arms.post_h])
-    ):
-        return None
-    return run.fixed_answers()
+__all__ = ["LoopState", "compiled_refine", "compiled_settle"]
 
 
 class LoopState:
@@ -49,7 +34,7 @@ class LoopState:
         cfg, arms, budget, K = run.cfg, run.arms, run.budget, run.K
         self.names = [*run.llm_names, run.human]
         self.codes = fixed.codes.astype(np.int64)
-        self.price_u = np.array([to_units(p) for p in fixed.prices], dtype=np.int64)
+        self.price_u = fixed.price_units
         self.order, self.n_out, self.asked = _answers_so_far(run, self.names, items)
         self.post_objs = [arms.post[a] for a in run.llm_names] + [arms.post_h]
         objs = self.post_objs
@@ -123,25 +108,28 @@ def compiled_settle(run: QuorumRun, fixed: AnswerCodes, items: list[int]) -> Non
     st.write_back(run)
 
 
-def compiled_refine(run: QuorumRun, fixed: AnswerCodes, items, n_asked: np.ndarray) -> None:
-    """Phase 3 by :func:`~quorum.routing.phase3_kernel.refine_loop` from the open items
-    ``items`` (:class:`~quorum.routing.phase3._Open`); ``n_asked`` is updated in place."""
+def compiled_refine(run: QuorumRun, fixed: AnswerCodes, n_asked: np.ndarray) -> None:
+    """Phase 3 by :func:`~quorum.routing.phase3_kernel.refine_loop`, from the items not
+    settled with fewer than ``max_annotations`` calls; ``n_asked`` is updated in place."""
     from quorum.routing.phase3_kernel import MODES, refine_loop
 
-    st, arms, K = LoopState(run, fixed, np.flatnonzero(items.open)), run.arms, run.K
+    arms, K, T = run.arms, run.K, run.T
+    open_ = (~arms.settled) & (n_asked < run.cfg.max_annotations)
+    st = LoopState(run, fixed, np.flatnonzero(open_))
     ctx = arms.asked
-    n_max = int(np.maximum(run.cfg.max_annotations - n_asked[items.open], 0).sum())
+    n_max = int(np.maximum(run.cfg.max_annotations - n_asked[open_], 0).sum())
     pick_t = np.empty(n_max, dtype=np.int64)
     pick_arm = np.empty(n_max, dtype=np.int64)
     pick_mode = np.empty(n_max, dtype=np.int64)
     pick_f = np.empty((n_max, 6))
     pick_q = np.empty((n_max, K))
+    prio, delta, has_h = np.empty(T), np.zeros(T), np.zeros(T)
+    no_answer = np.zeros(T, dtype=np.bool_)
     _picks, t_explore, n_rows, n_buf, buf = refine_loop(
         st.codes, st.price_u, fixed.prices, st.order, st.n_out, st.asked, n_asked,
         arms.mask, arms.ctx.phi, st.post, ctx._row, ctx._buf, ctx._n, ctx._rewarded,
-        arms.settled, st.seen, items.prio, items.open, items.delta, items.has_h,
-        items.no_answer, st.money, st.cfg, st.ints, run.rng,
-        pick_t, pick_arm, pick_mode, pick_f, pick_q,
+        arms.settled, st.seen, prio, open_, delta, has_h, no_answer, st.money, st.cfg,
+        st.ints, run.rng, pick_t, pick_arm, pick_mode, pick_f, pick_q,
     )  # fmt: skip
     # the state the Python loop would have left
     ctx._buf, ctx._n = buf, int(n_buf)
@@ -157,18 +145,7 @@ def compiled_refine(run: QuorumRun, fixed: AnswerCodes, items, n_asked: np.ndarr
         ["extra"] * n, ids, arm_names, [MODES[m] for m in pick_mode[:n].tolist()], f[:, 3],
         f[:, 5], epsilon=f[:, 0], b_t=f[:, 1], p_t=f[:, 2], budget_left=f[:, 4], q=pick_q[:n],
     )  # fmt: skip
-    run.rec.record_known(_outcomes(fixed, ids, t_of, arm_of, arm_names), phase="extra")
-
-
-def _outcomes(fixed: AnswerCodes, ids: list[str], t_of, arm_of, arm_names) -> list[Outcome]:
-    """The outcomes the source gives for the calls (item t_of[i], arm arm_of[i])."""
-    codes = fixed.codes[t_of, arm_of].tolist()
-    cost = fixed.prices[arm_of].tolist()
-    labels = fixed.labels
-    return [
-        Outcome(i, a, labels[y], c, "ok") if y >= 0 else Outcome(i, a, None, c, "unparseable")
-        for i, a, y, c in zip(ids, arm_names, codes, cost, strict=True)
-    ]
+    run.rec.record_known(fixed.outcomes(ids, t_of, arm_of, arm_names), phase="extra")
 
 
 def _answers_so_far(run: QuorumRun, names: list[str], items: np.ndarray):

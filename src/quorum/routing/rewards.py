@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from quorum.routing.calibration import agreement_reward
-from quorum.routing.phase3_loop import applies, compiled_settle
+from quorum.routing.phase3_loop import compiled_settle
 from quorum.routing.run import QuorumRun
 
 __all__ = ["settle", "settle_many"]
@@ -60,7 +60,7 @@ def settle(run: QuorumRun, t: int) -> None:
 def settle_many(run: QuorumRun, items: list[int]) -> None:
     """:func:`settle` of ``items`` in turn, with nothing bought meanwhile; in replay one
     compiled call (``loop_backend``, :mod:`~quorum.routing.phase3_loop`)."""
-    fixed = applies(run) if len(items) else None
+    fixed = run.compiled_answers() if len(items) else None
     if fixed is not None:
         compiled_settle(run, fixed, items)
         return

@@ -110,13 +110,43 @@ class QuorumRun:
         self.trace = DecisionTrace(self.llm_names)
         self._fixed: AnswerCodes | bool | None = False  # not looked up yet
 
-    def fixed_answers(self) -> AnswerCodes | None:
-        """The source's fixed answers as codes (replay; :mod:`~quorum.routing.fixed_answers`),
-        looked up once; None for a live source."""
+    def compiled_answers(self) -> AnswerCodes | None:
+        """The source's fixed answers as codes when the compiled steps apply to this run
+        (``loop_backend="numba"``, labels, the numba posteriors, a replay source with
+        fixed answers, no liveness checks or earlier outcomes); looked up once; None
+        where the Python steps run (:mod:`~quorum.routing.fixed_answers`)."""
         if self._fixed is False:
+            posts = [*self.arms.post.values(), self.arms.post_h]
+            python = (
+                self.cfg.loop_backend != "numba"
+                or self.summ
+                or self.spend._is_available is not None
+                or self.rec._prior
+                or any(p._k is None for p in posts)
+            )
             names = [*self.llm_names, self.human]
-            self._fixed = answer_codes(self.rec.source, self.ids, names)
+            self._fixed = None if python else answer_codes(self.rec.source, self.ids, names)
         return self._fixed
+
+    def buy_calls(self, reqs: list[tuple[int, str]], phase: str) -> None:
+        """Buy the calls (item index, annotator) together: with fixed answers, recorded at
+        once (:meth:`~quorum.routing.recorder.CallRecorder.record_known`) when they all fit
+        the budget; else as :meth:`~quorum.routing.recorder.CallRecorder.annotate_many`
+        (which skips a call it cannot reserve)."""
+        fixed = self.compiled_answers()
+        if fixed is not None and reqs:
+            col = {a: j for j, a in enumerate([*self.llm_names, self.human])}
+            t_of = np.array([t for t, _ in reqs], dtype=np.int64)
+            arm_of = np.array([col[a] for _, a in reqs], dtype=np.int64)
+            units = int(fixed.price_units[arm_of].sum())
+            n_h = int((arm_of == self.K).sum())
+            left = self.budget.humans_left
+            if units <= self.budget.remaining_units and (left is None or n_h <= left):
+                outs = fixed.outcomes([self.ids[t] for t in t_of.tolist()], t_of, arm_of,
+                                      [a for _, a in reqs])  # fmt: skip
+                self.rec.record_known(outs, phase=phase)
+                return
+        self.rec.annotate_many([(self.ids[t], a) for t, a in reqs], phase=phase)
 
     # ------------------------------------------------------------ the trace
     def log(
