@@ -56,21 +56,29 @@ def label_frame(run: QuorumRun, final: dict[int, str]) -> pd.DataFrame:
     aggregate of its answers."""
     cols: dict[str, list] = {c: [] for c in LABEL_COLUMNS}  # one list per column
     auditor = run.p.setting == "auditor"
-    for t in range(run.T):
-        item = run.ids[t]
-        outs = run.answers.outputs(t)
-        if auditor and run.human in outs:
-            y, agr = outs[run.human], 1.0
+    human, outputs, aggregate = run.human, run.answers.outputs, run.answers.aggregate
+    by_item = run.rec.by_item
+    one_label = not run.summ
+    for t, item in enumerate(run.ids):
+        outs = outputs(t)
+        if auditor and human in outs:
+            y, agr = outs[human], 1.0
+        elif one_label and len(outs) == 1:  # one answer: the vote's (y, w / w = 1.0)
+            (y,) = outs.values()
+            agr = 1.0
         else:
-            y, agr, _n = run.answers.aggregate(t)
-        answers = run.rec.by_item.get(item, {})
+            y, agr, _n = aggregate(t)
+        answers = by_item.get(item, _NO_ANSWERS)
         cols["item_id"].append(item)
         cols["output"].append(final.get(t, y))
         cols["n_annotations"].append(len(answers))
         cols["agreement"].append(agr)
-        cols["human"].append(run.human in outs)
+        cols["human"].append(human in outs)
         cols["annotators"].append(";".join(answers))
     return pd.DataFrame(cols, columns=LABEL_COLUMNS)
+
+
+_NO_ANSWERS: dict = {}
 
 
 def result(run: QuorumRun, after_bandit: bool = False) -> RoutingResult:
