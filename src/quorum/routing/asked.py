@@ -46,6 +46,14 @@ class AskedContexts:
             self._row[t, j] = r
         self._buf[r] = x
 
+    def reserve(self, n: int) -> None:
+        """Room for ``n`` more contexts without growing (the compiled loops write rows
+        into the buffer themselves)."""
+        if self._n + n > len(self._buf):
+            grown = np.empty((self._n + n, self.dim))
+            grown[: self._n] = self._buf[: self._n]
+            self._buf = grown
+
     def has(self, t: int, arm: str) -> bool:
         j = self.col.get(arm)
         return j is not None and bool(self._row[t, j] >= 0)

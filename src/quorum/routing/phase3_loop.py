@@ -90,21 +90,28 @@ class LoopState:
             p.precision_, p.eta_ = self.post[2][j].copy(), self.post[3][j].copy()
             p.n_updates_ = int(self.post[4][j])
 
+    def ans(self, n_asked: np.ndarray) -> tuple:
+        """The answers' tuple of the compiled steps (:mod:`~quorum.routing.coded_answers`)."""
+        return (self.codes, self.order, self.n_out, self.asked, n_asked)
+
+
+def _ctx(run: QuorumRun) -> tuple:
+    """The contexts' tuple of the compiled steps: AskedContexts' arrays, phi, m_t."""
+    asked = run.arms.asked
+    return (asked._row, asked._buf, asked._rewarded, run.arms.ctx.phi, run.arms.mask)
+
 
 def compiled_settle(run: QuorumRun, fixed: AnswerCodes, items: list[int]) -> None:
     """:func:`~quorum.routing.rewards.settle` of ``items`` in turn (nothing is bought
     meanwhile, so b_t is the same for all), by
-    :func:`~quorum.routing.phase3_kernel.settle_items`."""
-    from quorum.routing.phase3_kernel import settle_items
+    :func:`~quorum.routing.coded_rewards.settle_items`."""
+    from quorum.routing.coded_rewards import settle_items
 
     items = np.asarray(items, dtype=np.int64)
-    st, arms = LoopState(run, fixed, items), run.arms
-    ctx = arms.asked
-    settle_items(
-        items, st.codes, st.order, st.n_out, st.asked, ctx._row,
-        ctx._buf, ctx._rewarded, arms.settled, st.seen, st.post, st.cfg, st.ints,
-        arms.ctx.phi, arms.mask, run.budget.remaining_fraction,
-    )  # fmt: skip
+    st = LoopState(run, fixed, items)
+    ans = st.ans(np.zeros(0, dtype=np.int64))
+    rf = run.budget.remaining_fraction
+    settle_items(items, ans, _ctx(run), st.post, st.seen, run.arms.settled, st.cfg, st.ints, rf)
     st.write_back(run)
 
 
@@ -116,34 +123,33 @@ def compiled_refine(run: QuorumRun, fixed: AnswerCodes, n_asked: np.ndarray) -> 
     arms, K, T = run.arms, run.K, run.T
     open_ = (~arms.settled) & (n_asked < run.cfg.max_annotations)
     st = LoopState(run, fixed, np.flatnonzero(open_))
-    ctx = arms.asked
     n_max = int(np.maximum(run.cfg.max_annotations - n_asked[open_], 0).sum())
-    pick_t = np.empty(n_max, dtype=np.int64)
-    pick_arm = np.empty(n_max, dtype=np.int64)
-    pick_mode = np.empty(n_max, dtype=np.int64)
-    pick_f = np.empty((n_max, 6))
-    pick_q = np.empty((n_max, K))
-    prio, delta, has_h = np.empty(T), np.zeros(T), np.zeros(T)
-    no_answer = np.zeros(T, dtype=np.bool_)
-    _picks, t_explore, n_rows, n_buf, buf = refine_loop(
-        st.codes, st.price_u, fixed.prices, st.order, st.n_out, st.asked, n_asked,
-        arms.mask, arms.ctx.phi, st.post, ctx._row, ctx._buf, ctx._n, ctx._rewarded,
-        arms.settled, st.seen, prio, open_, delta, has_h, no_answer, st.money, st.cfg,
-        st.ints, run.rng, pick_t, pick_arm, pick_mode, pick_f, pick_q,
+    arms.asked.reserve(n_max)  # room for every context a pick can store
+    out = (
+        np.empty(n_max, dtype=np.int64),
+        np.empty(n_max, dtype=np.int64),
+        np.empty(n_max, dtype=np.int64),
+        np.empty((n_max, 6)),
+        np.empty((n_max, K)),
+    )
+    items = (np.empty(T), open_, np.zeros(T), np.zeros(T), np.zeros(T, dtype=np.bool_))
+    ints = np.append(st.ints, arms.asked._n)
+    t_explore, cnt = refine_loop(
+        st.ans(n_asked), _ctx(run), st.post, st.seen, arms.settled, items, st.money,
+        st.price_u, fixed.prices, st.cfg, ints, run.rng, out,
     )  # fmt: skip
     # the state the Python loop would have left
-    ctx._buf, ctx._n = buf, int(n_buf)
+    arms.asked._n = int(cnt[4])
     st.write_back(run)
     if t_explore >= 0:
         arms.t_explore = int(t_explore)
-    n = int(n_rows)
-    t_of, arm_of = pick_t[:n], pick_arm[:n]
+    n = int(cnt[3])
+    t_of, arm_of, f = out[0][:n], out[1][:n], out[3][:n]
     ids = [run.ids[t] for t in t_of.tolist()]
     arm_names = [st.names[a] for a in arm_of.tolist()]
-    f = pick_f[:n]
     run.trace.extend(
-        ["extra"] * n, ids, arm_names, [MODES[m] for m in pick_mode[:n].tolist()], f[:, 3],
-        f[:, 5], epsilon=f[:, 0], b_t=f[:, 1], p_t=f[:, 2], budget_left=f[:, 4], q=pick_q[:n],
+        ["extra"] * n, ids, arm_names, [MODES[m] for m in out[2][:n].tolist()], f[:, 3],
+        f[:, 5], epsilon=f[:, 0], b_t=f[:, 1], p_t=f[:, 2], budget_left=f[:, 4], q=out[4][:n],
     )  # fmt: skip
     run.rec.record_known(fixed.outcomes(ids, t_of, arm_of, arm_names), phase="extra")
 
