@@ -4,6 +4,7 @@ Usage:
   python scripts/bench_routing_scale.py [--sizes 10000 30000 100000 1000000]
       [--cells dollars:0.1 dollars:0.7 auditor:0.1 auditor:0.7] [--compare-rev REV]
       [--compare-max 30000] [--mabwiser-decisions 2000] [--compare-backend numpy]
+      [--compare-loop python]
 
 Synthetic problems, mechanics only: T items with precomputed features (phi: 11 uniform
 columns; no item embeddings, so the auditor orders items in feature space), 3 LLMs whose
@@ -21,6 +22,10 @@ the problem is excluded and printed apart). In the same run the script measures:
 - with ``--compare-backend numpy``: the same router with the numpy posterior
   (``posterior_backend="numpy"``, the reference path) instead of the compiled kernels, on
   the sizes up to ``--compare-max``; "old" then means that path;
+- with ``--compare-loop python``: the same router with the Python loops
+  (``loop_backend="python"``, the reference path) instead of the compiled loops; "old"
+  then means that path, and "same result" whether both gave the same labels, calls and
+  cost (a hash of each);
 - the growth exponent: the slope of log(seconds) against log(items) per cell.
 The 1-minute load average is printed with every row: the machine may be shared. The CPU
 seconds of the routing process (``time.process_time``) are printed too: on a loaded
@@ -117,18 +122,26 @@ def synthetic(n: int, setting: str, fraction: float, seed: int = 0):
 
 
 # ---------------------------------------------------------------- one cell (worker)
-def worker(n: int, setting: str, fraction: float, backend: str = "") -> dict:
+def worker(n: int, setting: str, fraction: float, spec: str = "") -> dict:
+    """One cell; ``spec``: "" (the defaults) or "name=value" (a QuorumRouter parameter)."""
+    import hashlib
+
     from quorum.routing.quorum import QuorumRouter
 
     t0 = time.perf_counter()
     problem, source, budget = synthetic(n, setting, fraction)
     build = time.perf_counter() - t0
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    params = dict([spec.split("=", 1)]) if spec else {}
     t0, c0 = time.perf_counter(), time.process_time()
-    router = QuorumRouter(posterior_backend=backend) if backend else QuorumRouter()
+    router = QuorumRouter(**params)
     res = router.route(problem, source, budget, seed=0)
     secs, cpu = time.perf_counter() - t0, time.process_time() - c0
+    digest = hashlib.sha256()
+    for part in (res.labels.to_csv(), res.annotations.to_csv(), repr(res.cost)):
+        digest.update(part.encode())
     return {
+        "result_hash": digest.hexdigest()[:16],
         "seconds": secs,
         "cpu_seconds": cpu,
         "build_seconds": build,
@@ -143,10 +156,10 @@ def worker(n: int, setting: str, fraction: float, backend: str = "") -> dict:
 
 
 def run_cell(
-    src: Path, n: int, setting: str, fraction: float, timeout: float, backend: str = ""
+    src: Path, n: int, setting: str, fraction: float, timeout: float, spec: str = ""
 ) -> dict:
     env = dict(os.environ, PYTHONPATH=str(src))
-    cmd = [sys.executable, __file__, "--worker", f"{n}:{setting}:{fraction}:{backend}"]
+    cmd = [sys.executable, __file__, "--worker", f"{n}:{setting}:{fraction}:{spec}"]
     try:
         out = subprocess.run(
             cmd, env=env, capture_output=True, text=True, timeout=timeout, check=True
@@ -232,11 +245,17 @@ def main() -> None:
         choices=["numpy", "numba"],
         help="also run each cell with this posterior_backend (up to --compare-max items)",
     )
+    ap.add_argument(
+        "--compare-loop",
+        choices=["python"],
+        help="also run each cell with this loop_backend (the Python loops, the reference "
+        "path; up to --compare-max items)",
+    )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        n, setting, frac, backend = args.worker.split(":")
-        print(json.dumps(worker(int(n), setting, float(frac), backend)))
+        n, setting, frac, spec = args.worker.split(":", 3)
+        print(json.dumps(worker(int(n), setting, float(frac), spec)))
         return
 
     src = Path(__file__).resolve().parents[1] / "src"
@@ -273,7 +292,11 @@ def main() -> None:
             if old is not None and n <= args.compare_max:
                 o = run_cell(old, n, setting, float(frac), args.timeout)
             elif args.compare_backend and n <= args.compare_max:
-                o = run_cell(src, n, setting, float(frac), args.timeout, args.compare_backend)
+                spec = f"posterior_backend={args.compare_backend}"
+                o = run_cell(src, n, setting, float(frac), args.timeout, spec)
+            elif args.compare_loop and n <= args.compare_max:
+                spec = f"loop_backend={args.compare_loop}"
+                o = run_cell(src, n, setting, float(frac), args.timeout, spec)
             s, cpu = r["seconds"], r.get("cpu_seconds", float("nan"))
             secs.append(s)
             cpus.append(cpu)
@@ -286,6 +309,7 @@ def main() -> None:
                 f"{r.get('peak_rss_mb', float('nan')):>7.0f} {old_s:>8.2f} {old_s / s:>7.1f} "
                 f"{r.get('strategy', '-'):>8} {os.getloadavg()[0]:>5.1f}"
                 + (f"  old CPU s {old_cpu:.2f} ({old_cpu / cpu:.1f}x)" if o else "")
+                + (f"  same result: {o.get('result_hash') == r.get('result_hash')}" if o else "")
                 + (f"  {r['error']}" if "error" in r else "")
                 + (f"  old: {o['error']}" if o and "error" in o else ""),
                 flush=True,
