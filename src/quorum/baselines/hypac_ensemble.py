@@ -172,7 +172,7 @@ class HyPACEnsembleRouter(ConfidenceBaseline):
             o = rec.outputs(ids[t]).get(strong)
             if o is not None:
                 outputs[ids[t]] = o
-        trace = self._trace(run, plan.labeller, strong, cal.items, by_u, to_h, to_s, open_, sig)
+        trace = self._trace(run, plan.labeller, strong, cal.items, is_cal, by_u, to_h, to_s, sig)
         info = plan_info(plan, sig)
         info.update(
             {
@@ -199,15 +199,17 @@ class HyPACEnsembleRouter(ConfidenceBaseline):
         labeller: str,
         strong: str | None,
         cal_items: list[int],
+        is_cal: np.ndarray,
         by_u: list[int],
         to_h: list[int],
         to_s: list[int],
-        open_: np.ndarray,
         sig: Signals,
     ) -> DecisionTrace:
-        """One trace row per item, in the order decided: calibration, then by uncertainty,
-        then the items without a label of the labeller (mode ``unknown``)."""
+        """One trace row per item, in the order decided: calibration (``cal_items``, the
+        mask ``is_cal``), then by uncertainty, then the items without a label of the
+        labeller (mode ``unknown``)."""
         T = run.T
+        open_ = sig.labelled & ~is_cal
         keep = "keep" if self.llm_label == "labeller" else "majority"  # the LLM label kept
         arm = np.full(T, labeller, dtype=object)
         mode = np.full(T, keep, dtype=object)
@@ -216,8 +218,6 @@ class HyPACEnsembleRouter(ConfidenceBaseline):
         arm[to_h], mode[to_h] = run.human, "escalate"
         phase = np.full(T, "route", dtype=object)
         arm[cal_items], mode[cal_items], phase[cal_items] = run.human, "calibration", "calibration"
-        is_cal = np.zeros(T, dtype=bool)
-        is_cal[cal_items] = True
         rest = np.flatnonzero(~open_ & ~is_cal)
         rows = np.concatenate([np.asarray(cal_items, dtype=int), by_u, rest]).astype(int)
         return item_trace(run, rows, arm, mode, phase, uncertainty=sig.uncertainty)
