@@ -1,0 +1,135 @@
+"""Phase 2 compiled (quorum.routing.phase2_loop) against the Python loop, the reference."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from quorum.routing import phase2_loop
+from quorum.routing.asked import AskedContexts
+from quorum.routing.budget import Budget
+from quorum.routing.quorum import QuorumRouter
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from bench_routing_scale import ArraySource, synthetic
+
+
+@pytest.fixture
+def compiled_calls(monkeypatch):
+    """How many times the compiled phase 2 ran."""
+    calls = []
+    real = phase2_loop.compiled_route
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(phase2_loop, "compiled_route", spy)
+    return calls
+
+
+def _route(backend: str, n: int, fraction: float, source_cls=None, human_limit=None, **params):
+    problem, source, budget = synthetic(n, "dollars", fraction, seed=1)
+    if source_cls is not None:  # the same answers, another kind of source
+        source.__class__ = source_cls
+    if human_limit is not None:
+        budget = Budget(budget.limit, human_limit=human_limit)
+    router = QuorumRouter(loop_backend=backend, **params)
+    return router.route(problem, source, budget, seed=0)
+
+
+def _assert_same(fast, ref) -> None:
+    """The same RoutingResult: labels, calls, money and the trace, bit for bit."""
+    pd.testing.assert_frame_equal(fast.labels, ref.labels, check_exact=True)
+    pd.testing.assert_frame_equal(fast.annotations, ref.annotations, check_exact=True)
+    pd.testing.assert_frame_equal(fast.trace, ref.trace, check_exact=True)
+    assert fast.cost == ref.cost
+    assert (fast.human_labels, fast.llm_calls) == (ref.human_labels, ref.llm_calls)
+    assert fast.info == ref.info
+
+
+CASES = {
+    "10%": (0.1, {}, {}),
+    "30%": (0.3, {}, {}),
+    "70%": (0.7, {}, {}),
+    "small batches": (0.3, {"batch_size": 7}, {}),
+    "no pacing": (0.3, {"pacing": False, "epsilon0": 0.6}, {}),
+    "tiny budget": (0.006, {}, {}),
+    "human limit": (0.5, {}, {"human_limit": 150}),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_compiled_phase2_gives_the_python_loops_results(case, compiled_calls):
+    fraction, params, extra = CASES[case]
+    params = {"dollars_strategy": "bandit", **params}
+    fast = _route("numba", 3000, fraction, **extra, **params)
+    assert len(compiled_calls) == 1
+    ref = _route("python", 3000, fraction, **extra, **params)
+    assert len(compiled_calls) == 1
+    _assert_same(fast, ref)
+    route = fast.trace[fast.trace["phase"] == "route"]
+    modes = set(route["mode"])
+    assert {"exploit", "explore"} <= modes
+    if case == "tiny budget":  # items no arm fits are logged, arm "-", price 0
+        gone = route[route["mode"] == "unaffordable"]
+        assert len(gone) > 100 and (gone["arm"] == "-").all() and (gone["price"] == 0).all()
+    if case == "70%":
+        assert "shadow-price" in modes
+    if case == "human limit":  # the limit binds: humans refused at the end of phase 2
+        assert fast.human_labels == 150
+    assert fast.cost <= fast.budget_limit
+
+
+class _LiveLikeSource(ArraySource):
+    """The same answers, without fixed_outputs (as a live source)."""
+
+    fixed_outputs = None
+
+
+class _CheckedSource(ArraySource):
+    """Fixed answers, but arms that may die (a liveness check)."""
+
+    def is_available(self, annotator: str) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("source_cls", "params"),
+    [
+        (_LiveLikeSource, {}),
+        (_CheckedSource, {}),
+        (None, {"pessimism": 0.5}),
+        (None, {"phase2_rule": "paper"}),
+        (None, {"posterior_backend": "numpy"}),
+        (None, {"loop_backend": "python"}),
+    ],
+)
+def test_other_runs_take_the_python_loop(source_cls, params, compiled_calls):
+    params = {"dollars_strategy": "bandit", **params}
+    backend = params.pop("loop_backend", "numba")
+    res = _route(backend, 600, 0.3, source_cls=source_cls, **params)
+    assert compiled_calls == []
+    assert (res.trace["phase"] == "route").sum() > 300
+
+
+def test_put_many_is_put_in_turn():
+    """New pairs in order, and a pair asked again replaces its context."""
+    rng = np.random.default_rng(0)
+    arms = ["a", "b", "human"]
+    for repeat in (False, True):
+        one, many = AskedContexts(40, arms, dim=3), AskedContexts(40, arms, dim=3)
+        first = (np.arange(10), rng.integers(0, 3, 10), rng.random((10, 3)))
+        items = rng.choice(40, 30, replace=False) if not repeat else rng.integers(0, 12, 30)
+        second = (items, rng.integers(0, 3, 30), rng.random((30, 3)))
+        for t, j, X in (first, second):
+            many.put_many(t, j, X)
+            for i in range(len(t)):
+                one.put(int(t[i]), arms[j[i]], X[i])
+        assert np.array_equal(one._row, many._row)
+        assert one._n == many._n
+        assert np.array_equal(one._buf[: one._n], many._buf[: many._n])
