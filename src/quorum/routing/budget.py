@@ -106,6 +106,23 @@ class Budget:
         """Reserve and settle at once (the replay case, where the price is known)."""
         self.reserve(cost, human=human).settle(cost)
 
+    def charge_many(self, units: int, n_calls: int, n_humans: int) -> None:
+        """``n_calls`` calls of known cost (``units`` nano-units in all, ``n_humans``
+        human labels among them) reserved and settled at once: what charging them one by
+        one leaves, when each fits in turn (it does when they all fit, since a replay
+        call's cost is its price). Raises, charging nothing, when they do not all fit."""
+        left = self._limit_u - self._spent_u - self._reserved_u
+        humans_short = self.human_limit is not None and n_humans > self.humans_left
+        if units > left or humans_short:
+            raise BudgetExceededError(
+                f"charging {from_units(units):.6g} for {n_calls} calls ({n_humans} human) "
+                f"would exceed the budget: left {from_units(left):.6g}"
+                + (f", human labels left {self.humans_left}" if humans_short else "")
+            )
+        self._spent_u += units
+        self.calls += n_calls
+        self.human_used += n_humans
+
 
 @dataclass
 class Reservation:

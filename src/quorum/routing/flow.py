@@ -36,7 +36,7 @@ from quorum.routing.one_shot_audit import calibration_errors, one_shot_auditor, 
 from quorum.routing.params import QuorumParams
 from quorum.routing.phase2 import RouteRule, route_rest, route_rule
 from quorum.routing.phase3 import ExtraArmRule, extra_arm_rule, refine
-from quorum.routing.rewards import settle
+from quorum.routing.rewards import settle_many
 from quorum.routing.run import QuorumRun
 
 __all__ = ["DollarsPath", "Plans", "Strategy", "auditor", "dollars"]
@@ -165,19 +165,24 @@ def auditor(run: QuorumRun, plans: Plans | None = None) -> None:
 # ------------------------------------------------------------------ the steps
 def calibrate(run: QuorumRun, cal: list[int]) -> list[int]:
     """Human label and every LLM's answer on the items ``cal``; rewards to the posteriors."""
-    arms = run.arms
-    reqs = []
-    for t in cal:
-        x = arms.context(t, 1.0, 0.0, np.zeros(run.K))
-        for a in [run.human, *run.llm_names]:
-            reqs.append((run.ids[t], a))
+    arms, ids = run.arms, run.ids
+    panel = [run.human, *run.llm_names]
+    X = arms.unasked_contexts(cal, 1.0, 0.0)  # b_t = 1, p_t = 0, no LLM in m_t
+    for t, x in zip(cal, X, strict=True):
+        for a in panel:
             arms.asked.put(t, a, x)
-            run.log(t, "calibration", a, "calibration", x, None)
-    if reqs:
-        run.rec.annotate_many(reqs, phase="calibration")
-    for t in cal:
-        arms.mask[t] = 1.0
-        settle(run, t)
+    # one trace row per call, as QuorumRun.log writes it
+    n = len(cal) * len(panel)
+    price = np.array([run.rec.price(a) for a in panel] * len(cal))
+    run.trace.extend(
+        ["calibration"] * n, [ids[t] for t in cal for _ in panel], panel * len(cal),
+        ["calibration"] * n, price, epsilon=np.full(n, arms.epsilon()), b_t=np.ones(n),
+        p_t=np.zeros(n), budget_left=np.full(n, run.budget.remaining),
+    )  # fmt: skip
+    if n:
+        run.rec.annotate_many([(ids[t], a) for t in cal for a in panel], phase="calibration")
+    arms.mask[cal] = 1.0
+    settle_many(run, cal)
     return list(cal)
 
 

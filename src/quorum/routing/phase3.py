@@ -17,6 +17,7 @@ import numpy as np
 
 from quorum.routing.budget import affordable_count, cap_humans, first_answer_reserve
 from quorum.routing.params import QuorumParams
+from quorum.routing.phase3_loop import applies, compiled_refine
 from quorum.routing.policy import adaptive_tau, refine_tau_ratio, value_choice
 from quorum.routing.refinement import PriorityQueue, leftover_priority, refinement_priority
 from quorum.routing.rewards import settle
@@ -156,9 +157,20 @@ def refine(run: QuorumRun, rule: ExtraArmRule) -> None:
     next item comes from a heap (:class:`~quorum.routing.refinement.PriorityQueue`),
     so a pick costs O(log T), not O(T).
     """
-    cfg, sp, arms, ans = run.cfg, run.spend, run.arms, run.answers
-    n_asked = np.array([len(run.rec.by_item.get(i, ())) for i in run.ids])
+    n_asked = np.array([len(run.rec.by_item.get(i, ())) for i in run.ids], dtype=np.int64)
     items = _Open(run, n_asked)
+    fixed = applies(run) if isinstance(rule, ValueRule) else None
+    if fixed is not None:  # replay: the same loop, compiled (loop_backend)
+        compiled_refine(run, fixed, items, n_asked)
+    else:
+        _refine_python(run, rule, items, n_asked)
+    if run.cfg.spend_leftover:
+        leftover_humans(run, n_asked)
+
+
+def _refine_python(run: QuorumRun, rule: ExtraArmRule, items: _Open, n_asked: np.ndarray) -> None:
+    """The loop of :func:`refine`, pick by pick (the reference path; live sources)."""
+    cfg, sp, arms, ans = run.cfg, run.spend, run.arms, run.answers
     queue = items.queue
     picks = 0
     while len(queue):
@@ -200,8 +212,6 @@ def refine(run: QuorumRun, rule: ExtraArmRule) -> None:
         if picks % max(cfg.priority_refresh, len(queue) // 50 + 1) == 0:
             items.recompute()
             queue.rebuild()
-    if cfg.spend_leftover:
-        leftover_humans(run, n_asked)
 
 
 def _open_arms(run: QuorumRun, t: int) -> tuple[list[int], bool]:
@@ -215,11 +225,12 @@ def _open_arms(run: QuorumRun, t: int) -> tuple[list[int], bool]:
 def leftover_humans(run: QuorumRun, n_asked: np.ndarray) -> None:
     """Money left after refinement buys human labels, highest priority first."""
     cfg, arms = run.cfg, run.arms
+    by_item, ids, human = run.rec.by_item, run.ids, run.human
     cand = np.array(
         [
             t
-            for t in range(run.T)
-            if n_asked[t] < cfg.max_annotations and run.human not in run.rec.asked(run.ids[t])
+            for t in np.flatnonzero(n_asked < cfg.max_annotations).tolist()
+            if human not in by_item.get(ids[t], _NOTHING)
         ],
         dtype=int,
     )

@@ -19,7 +19,7 @@ import pandas as pd
 
 from quorum.data.schema import GOLD_HUMAN, TaskSpec
 from quorum.routing.base import AnnotationSource, Outcome
-from quorum.routing.budget import Budget
+from quorum.routing.budget import Budget, to_units
 
 #: columns of :meth:`CallRecorder.frame`, one per call recorded
 COLUMNS = ("item_id", "annotator", "output", "status", "cost", "phase", "step", "kind")
@@ -166,6 +166,30 @@ class CallRecorder:
             self._settle_and_record(res, out, item_id, annotator, phase)
             outs.append(out)
         return outs
+
+    def record_known(self, outcomes: list[Outcome], phase: str = "") -> None:
+        """Calls whose answers were known before they were made (a source's fixed
+        answers, :mod:`~quorum.routing.fixed_answers`), each paid at its cost: the budget,
+        the log and the answers end as :meth:`annotate_many` of the same requests leaves
+        them (no call may fail or be pending; a human label counts). Raises, recording
+        nothing, when they do not all fit the budget."""
+        is_human = [self.is_human(o.annotator) for o in outcomes]
+        n_h = sum(is_human)
+        self.budget.charge_many(sum(to_units(o.cost) for o in outcomes), len(outcomes), n_h)
+        self.llm_calls += len(outcomes) - n_h
+        cols = self.log.columns
+        cols["item_id"].extend([o.item_id for o in outcomes])
+        cols["annotator"].extend([o.annotator for o in outcomes])
+        cols["output"].extend([o.output for o in outcomes])
+        cols["status"].extend([o.status for o in outcomes])
+        cols["cost"].extend([o.cost for o in outcomes])
+        cols["phase"].extend([phase] * len(outcomes))
+        cols["step"].extend(range(self._step + 1, self._step + 1 + len(outcomes)))
+        cols["kind"].extend(["human" if h else "llm" for h in is_human])
+        self._step += len(outcomes)
+        keep = self._keep
+        for o in outcomes:
+            keep(o.item_id, o.annotator, o)
 
     def _settle_and_record(self, res, out: Outcome, item_id: str, annotator: str, phase: str):
         human = self.is_human(annotator)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from quorum.routing.calibration import agreement_reward
+from quorum.routing.phase3_loop import applies, compiled_settle
 from quorum.routing.run import QuorumRun
 
-__all__ = ["settle"]
+__all__ = ["settle", "settle_many"]
 
 
 def settle(run: QuorumRun, t: int) -> None:
@@ -54,6 +55,17 @@ def settle(run: QuorumRun, t: int) -> None:
             arms.agreed_seen = (n_seen + 1, n_right + int(y_o == human_out))
     if human_out is not None and len(others) >= 2 and asked.has(t, run.human):
         _reward_human(run, t, others, human_out)
+
+
+def settle_many(run: QuorumRun, items: list[int]) -> None:
+    """:func:`settle` of ``items`` in turn, with nothing bought meanwhile; in replay one
+    compiled call (``loop_backend``, :mod:`~quorum.routing.phase3_loop`)."""
+    fixed = applies(run) if len(items) else None
+    if fixed is not None:
+        compiled_settle(run, fixed, items)
+        return
+    for t in items:
+        settle(run, t)
 
 
 def _reward_human(run: QuorumRun, t: int, others: dict[str, str], human_out: str) -> None:

@@ -23,6 +23,7 @@ from quorum.routing.answers import Answers
 from quorum.routing.arms import ArmModels
 from quorum.routing.base import AnnotationSource, RoutingProblem
 from quorum.routing.budget import Budget
+from quorum.routing.fixed_answers import AnswerCodes, answer_codes
 from quorum.routing.label_state import LabelModelState
 from quorum.routing.params import QuorumParams
 from quorum.routing.recorder import CallRecorder
@@ -107,6 +108,15 @@ class QuorumRun:
         self.labels = LabelModelState(cfg, problem, self.answers, self.llm_names)
         self.report = RunReport()
         self.trace = DecisionTrace(self.llm_names)
+        self._fixed: AnswerCodes | bool | None = False  # not looked up yet
+
+    def fixed_answers(self) -> AnswerCodes | None:
+        """The source's fixed answers as codes (replay; :mod:`~quorum.routing.fixed_answers`),
+        looked up once; None for a live source."""
+        if self._fixed is False:
+            names = [*self.llm_names, self.human]
+            self._fixed = answer_codes(self.rec.source, self.ids, names)
+        return self._fixed
 
     # ------------------------------------------------------------ the trace
     def log(
