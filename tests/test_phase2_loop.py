@@ -13,6 +13,7 @@ from quorum.routing import phase2_loop
 from quorum.routing.asked import AskedContexts
 from quorum.routing.budget import Budget
 from quorum.routing.quorum import QuorumRouter
+from quorum.routing.recorder import CallRecorder
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from bench_routing_scale import ArraySource, synthetic
@@ -59,16 +60,26 @@ CASES = {
     "small batches": (0.3, {"batch_size": 7}, {}),
     "no pacing": (0.3, {"pacing": False, "epsilon0": 0.6}, {}),
     "tiny budget": (0.006, {}, {}),
-    "human limit": (0.5, {}, {"human_limit": 150}),
+    "human limit": (0.5, {}, {"human_limit": 400}),
 }
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_compiled_phase2_gives_the_python_loops_results(case, compiled_calls):
+def test_compiled_phase2_gives_the_python_loops_results(case, compiled_calls, monkeypatch):
     fraction, params, extra = CASES[case]
     params = {"dollars_strategy": "bandit", **params}
+    bought = []  # phase-2 batches bought call by call (those the Budget cut short)
+    real = CallRecorder.annotate_many
+
+    def spy(self, requests, phase=""):
+        bought.extend([phase] if phase == "route" else [])
+        return real(self, requests, phase)
+
+    monkeypatch.setattr(CallRecorder, "annotate_many", spy)
     fast = _route("numba", 3000, fraction, **extra, **params)
     assert len(compiled_calls) == 1
+    # only where the Budget refuses a call of a batch (the human limit) is it bought
+    assert bool(bought) == (case == "human limit")
     ref = _route("python", 3000, fraction, **extra, **params)
     assert len(compiled_calls) == 1
     _assert_same(fast, ref)
@@ -80,8 +91,8 @@ def test_compiled_phase2_gives_the_python_loops_results(case, compiled_calls):
         assert len(gone) > 100 and (gone["arm"] == "-").all() and (gone["price"] == 0).all()
     if case == "70%":
         assert "shadow-price" in modes
-    if case == "human limit":  # the limit binds: humans refused at the end of phase 2
-        assert fast.human_labels == 150
+    if case == "human limit":  # the limit binds in phase 2: humans refused in batches
+        assert fast.human_labels == 400
     assert fast.cost <= fast.budget_limit
 
 

@@ -21,7 +21,7 @@ from quorum.routing.policy import (
     route_tau_ratio,
     shadow_price,
 )
-from quorum.routing.rewards import settle
+from quorum.routing.rewards import settle, settle_many
 from quorum.routing.run import QuorumRun
 
 __all__ = ["LagrangianRule", "PaperRule", "RouteRule", "route_rest", "route_rule"]
@@ -133,10 +133,10 @@ def route_rest(run: QuorumRun, cal: list[int], rule: RouteRule) -> list[int]:
         from quorum.routing.phase2_loop import compiled_route
 
         humans = compiled_route(run, len(cal), rest, plan, working, rule.lam_)
-    else:
-        _route_python(run, cal, rest, rule, plan, spare, working)
-        humans = rest
-    for t in humans:
+        settle_many(run, [t for t in humans if run.human in run.answers.outputs(t)])
+        return rest
+    _route_python(run, cal, rest, rule, plan, spare, working)
+    for t in rest:
         if run.human in run.answers.outputs(t):
             settle(run, t)
     return rest

@@ -17,14 +17,18 @@ For item j of the shuffled ``rest`` (item t, n_cal calibration items before it, 
 
 Why the results are the Python loop's, bit for bit: each float is computed by the same
 IEEE operations in the same order as :class:`SpendingPlan` and the rule; q_a by the same
-BLAS dot product (``x @ mean_`` in numpy, ``np.dot`` here, tests compare them); the random
-draws come from the run's own ``Generator`` (numba draws ``random()`` and
+BLAS dot product (``x @ mean_`` in numpy, ``np.dot`` here; the tests compare whole runs);
+the random draws come from the run's own ``Generator`` (numba draws ``random()`` and
 ``integers(0, n)`` with numpy's algorithms, on the same state). The Budget only changes
 when a batch of ``batch_size`` routed items is bought; in replay a call costs its price,
 so the loop keeps the Budget's money in the same integer nano-units and reserves each
 call of a batch in turn, as :meth:`~quorum.routing.recorder.CallRecorder.annotate_many`
-does. Afterwards the recorder buys the same batches, and the Budget is checked against the
-loop's account.
+does. Afterwards the recorder records the same calls in the same order: the batches whose
+calls were all bought from the fixed answers
+(:meth:`~quorum.routing.recorder.CallRecorder.record_known`), a batch the Budget cut short
+(a human limit) by ``annotate_many`` itself; the Budget is then checked against the
+loop's account. The items routed to the human settle as the Python loop settles them
+(:func:`~quorum.routing.rewards.settle_many`).
 
 It applies (:func:`applies`) in replay (a source with ``fixed_outputs``), with
 ``loop_backend="numba"``, the Lagrangian rule without ``pessimism``, the numba posteriors,
@@ -37,7 +41,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from quorum.routing.base import Outcome
 from quorum.routing.budget import SpendingPlan, to_units
+from quorum.routing.fixed_answers import AnswerCodes
 from quorum.routing.run import QuorumRun
 
 __all__ = ["MODES", "applies", "compiled_route", "route_loop"]
@@ -77,7 +83,7 @@ def route_loop(
 
     Returns (arm (-1 none, k an LLM, K the human), mode code, X (n, d), Q (n, K),
     epsilon_t, Budget units left at each decision, routed items at each batch's end,
-    [units left, human labels left] at the end).
+    whether each routed call was bought, [units left, human labels left] at the end).
     """
     n = rest.shape[0]
     K, d = means.shape
@@ -103,6 +109,7 @@ def route_loop(
     ends = np.empty(n // batch + 2, np.int64)
     n_ends = 0
     pending = np.empty(batch, np.int64)
+    made = np.ones(n, np.bool_)  # per routed call: bought (else the Budget refused it)
     n_pend = 0
     routed = 0
     extra = 0.0
@@ -172,30 +179,35 @@ def route_loop(
         n_pend += 1
         routed += 1
         if n_pend >= batch or j == n - 1:
-            rem, humans_left = _buy(pending, n_pend, units, K, rem, humans_left, h_limited)
+            rem, humans_left = _buy(
+                pending, n_pend, made[routed - n_pend :], units, K, rem, humans_left, h_limited
+            )
             n_pend = 0
             ends[n_ends] = routed
             n_ends += 1
     if n_pend > 0:  # the last item was not routed
-        rem, humans_left = _buy(pending, n_pend, units, K, rem, humans_left, h_limited)
+        rem, humans_left = _buy(
+            pending, n_pend, made[routed - n_pend :], units, K, rem, humans_left, h_limited
+        )
         ends[n_ends] = routed
         n_ends += 1
     end = np.array([rem, humans_left])
-    return arm, mode, X, Q, eps, units_left, ends[:n_ends].copy(), end
+    return arm, mode, X, Q, eps, units_left, ends[:n_ends].copy(), made[:routed].copy(), end
 
 
 @njit(cache=True, nogil=True)
-def _buy(pending, n_pend, units, K, rem, humans_left, h_limited):  # pragma: no cover
+def _buy(pending, n_pend, made, units, K, rem, humans_left, h_limited):  # pragma: no cover
     """A batch as CallRecorder.annotate_many buys it from a replay source: each call
-    reserved in turn if it fits (else not made), then paid at its price."""
+    reserved in turn if it fits (else not made: ``made[i]`` False), then paid at its
+    price."""
     for i in range(n_pend):
         a = pending[i]
-        if a == K and h_limited and humans_left < 1:
+        if (a == K and h_limited and humans_left < 1) or units[a] > rem:
+            made[i] = False
             continue
-        if units[a] <= rem:
-            rem -= units[a]
-            if a == K:
-                humans_left -= 1
+        rem -= units[a]
+        if a == K:
+            humans_left -= 1
     return rem, humans_left
 
 
@@ -207,11 +219,11 @@ def applies(run: QuorumRun, rule_is_lagrangian: bool) -> bool:
         cfg.loop_backend == "numba"
         and rule_is_lagrangian
         and cfg.pessimism == 0
-        and callable(getattr(run.rec.source, "fixed_outputs", None))
         and run.spend._is_available is None
         and all(p._k is not None for p in posts)
         and not run.rec._prior
         and budget._limit_u < _EXACT_UNITS
+        and run.fixed_answers() is not None
     )
 
 
@@ -251,7 +263,7 @@ def compiled_route(
     cheapest = int(np.argsort(sp.c, kind="stable")[0])
     rest_a = np.asarray(rest, dtype=np.int64)
     c = np.asarray(sp.c, dtype=np.float64)
-    arm, mode, X, Q, eps, units_left, ends, end = route_loop(
+    arm, mode, X, Q, eps, units_left, ends, made, end = route_loop(
         rest_a, ctx.phi, ctx.bias, means, c, float(sp.c_h), float(sp.c_min), cheapest, units,
         money, conf, ints, run.rng,
     )  # fmt: skip
@@ -280,14 +292,33 @@ def compiled_route(
         budget_left=units_left / 1_000_000_000,
         q=Q,
     )
-    # the calls, batch by batch as run.flush buys them
+    # the calls, batch by batch as run.flush buys them: a batch whose calls were all
+    # bought is recorded from the fixed answers, one the Budget cut short is bought
     reqs = [(item_ids[j], arm_col[j]) for j in took.tolist()]
-    start = 0
-    for stop in ends.tolist():
-        run.rec.annotate_many(reqs[start:stop], phase="route")
+    known = _outcomes(run.fixed_answers(), reqs, t_took, a_took)
+    start, todo = 0, 0  # batches [todo, start) are known and not recorded yet
+    for stop in [*ends.tolist(), None]:
+        if stop is None or not made[start:stop].all():
+            if todo < start:
+                run.rec.record_known(known[todo:start], phase="route")
+            if stop is None:
+                break
+            run.rec.annotate_many(reqs[start:stop], phase="route")
+            todo = stop
         start = stop
     got = [budget._limit_u - budget._spent_u - budget._reserved_u, budget.humans_left]
     want = [int(end[0]), None if left is None else int(end[1])]
     if got != want:
         raise RuntimeError(f"compiled phase 2 and the budget disagree: {want} vs {got}")
     return t_took[a_took == K].tolist()
+
+
+def _outcomes(fixed: AnswerCodes, reqs: list[tuple[str, str]], t_of, arm_of) -> list[Outcome]:
+    """The outcomes the source gives for the calls ``reqs`` (item t_of[i], arm arm_of[i])."""
+    codes = fixed.codes[t_of, arm_of].tolist()
+    cost = fixed.prices[arm_of].tolist()
+    labels = fixed.labels
+    return [
+        Outcome(i, a, labels[y], c, "ok") if y >= 0 else Outcome(i, a, None, c, "unparseable")
+        for (i, a), y, c in zip(reqs, codes, cost, strict=True)
+    ]
