@@ -129,18 +129,21 @@ def test_other_runs_take_the_python_loop(source_cls, params, compiled_calls):
 
 
 def test_put_many_is_put_in_turn():
-    """New pairs in order, and a pair asked again replaces its context."""
+    """New pairs in order; a pair twice in one call, or asked before, replaces its context."""
     rng = np.random.default_rng(0)
     arms = ["a", "b", "human"]
-    for repeat in (False, True):
+    batches = {
+        "new pairs": [(rng.choice(40, 30, replace=False), rng.integers(0, 3, 30))],
+        "a pair twice": [(np.array([3, 5, 3, 7]), np.array([1, 0, 1, 2]))],
+        "asked before": [(np.arange(10), rng.integers(0, 3, 10)), (np.arange(5, 15), np.ones(10))],
+    }
+    for case, calls in batches.items():
         one, many = AskedContexts(40, arms, dim=3), AskedContexts(40, arms, dim=3)
-        first = (np.arange(10), rng.integers(0, 3, 10), rng.random((10, 3)))
-        items = rng.choice(40, 30, replace=False) if not repeat else rng.integers(0, 12, 30)
-        second = (items, rng.integers(0, 3, 30), rng.random((30, 3)))
-        for t, j, X in (first, second):
+        for t, j in calls:
+            X = rng.random((len(t), 3))
             many.put_many(t, j, X)
             for i in range(len(t)):
-                one.put(int(t[i]), arms[j[i]], X[i])
-        assert np.array_equal(one._row, many._row)
-        assert one._n == many._n
-        assert np.array_equal(one._buf[: one._n], many._buf[: many._n])
+                one.put(int(t[i]), arms[int(j[i])], X[i])
+        assert np.array_equal(one._row, many._row), case
+        assert one._n == many._n, case
+        assert np.array_equal(one._buf[: one._n], many._buf[: many._n]), case

@@ -56,13 +56,19 @@ class AskedContexts:
         """
         items = np.asarray(items, dtype=np.int64)
         cols = np.asarray(cols, dtype=np.int64)
-        key = items * len(self.col) + cols
-        if (self._row[items, cols] >= 0).any() or len(np.unique(key)) < len(key):
-            names = list(self.col)  # a pair asked again: replace in turn
+        start, stop = self._n, self._n + len(items)
+        rows = np.arange(start, stop)
+        fresh = not (self._row[items, cols] >= 0).any()
+        if fresh:  # a pair twice among them reads back another row
+            self._row[items, cols] = rows
+            fresh = bool((self._row[items, cols] == rows).all())
+            if not fresh:
+                self._row[items, cols] = -1
+        if not fresh:  # a pair asked again: replace in turn
+            names = list(self.col)
             for t, j, x in zip(items.tolist(), cols.tolist(), X, strict=True):
                 self.put(t, names[j], x)
             return
-        start, stop = self._n, self._n + len(items)
         if stop > len(self._buf):
             size = len(self._buf)
             while size < stop:
@@ -70,7 +76,6 @@ class AskedContexts:
             grown = np.empty((size, self.dim))
             grown[:start] = self._buf[:start]
             self._buf = grown
-        self._row[items, cols] = np.arange(start, stop)
         self._buf[start:stop] = X
         self._n = stop
 

@@ -276,15 +276,13 @@ def compiled_route(
     llm = a_took < K
     arms.mask[t_took[llm], a_took[llm]] = 1.0
     # the trace: one row per item of rest
-    ids = run.ids
-    item_ids = [ids[t] for t in rest]
-    arm_names = [*names, "-"]  # code -1 reads the last
-    arm_col = [arm_names[a] for a in arm.tolist()]
+    item_ids = _take(run.ids, rest_a)
+    arm_col = _take([*names, "-"], arm)  # code -1 reads the last
     run.trace.extend(
         ["route"] * len(rest),
         item_ids,
         arm_col,
-        [MODES[k] for k in mode.tolist()],
+        _take(list(MODES), mode),
         np.append(prices, 0.0)[arm],
         epsilon=eps,
         b_t=X[:, ctx.b_index],
@@ -311,6 +309,13 @@ def compiled_route(
     if got != want:
         raise RuntimeError(f"compiled phase 2 and the budget disagree: {want} vs {got}")
     return t_took[a_took == K].tolist()
+
+
+def _take(values: list, idx: np.ndarray) -> list:
+    """``[values[i] for i in idx]`` (the same objects), by numpy's indexing."""
+    table = np.empty(len(values), dtype=object)
+    table[:] = values
+    return table[idx].tolist()
 
 
 def _outcomes(fixed: AnswerCodes, reqs: list[tuple[str, str]], t_of, arm_of) -> list[Outcome]:
