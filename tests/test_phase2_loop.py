@@ -147,3 +147,26 @@ def test_put_many_is_put_in_turn():
         assert np.array_equal(one._row, many._row), case
         assert one._n == many._n, case
         assert np.array_equal(one._buf[: one._n], many._buf[: many._n]), case
+
+
+def test_the_garbage_collector_is_left_as_it_was(monkeypatch):
+    """The compiled phase 2 pauses the cyclic collector and leaves it as it found it."""
+    import gc
+
+    states = []
+    real = phase2_loop._compiled_route
+
+    def spy(*args, **kwargs):
+        states.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(phase2_loop, "_compiled_route", spy)
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            _route("numba", 600, 0.3, dollars_strategy="bandit")
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert states == [False, False]
