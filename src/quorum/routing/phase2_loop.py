@@ -260,6 +260,7 @@ def _gc_paused():
 def _compiled_route(
     run: QuorumRun, n_cal: int, rest: list[int], plan: SpendingPlan, working: float, lam: float
 ) -> list[int]:
+    """:func:`compiled_route` itself."""
     cfg, sp, arms, budget, K = run.cfg, run.spend, run.arms, run.budget, run.K
     ctx = arms.ctx
     if not rest:
