@@ -54,6 +54,39 @@ class AskedContexts:
             grown[: self._n] = self._buf[: self._n]
             self._buf = grown
 
+    def put_many(self, items: np.ndarray, cols: np.ndarray, X: np.ndarray) -> None:
+        """:meth:`put` of each (item ``items[i]``, arm column ``cols[i]``, ``X[i]``) in turn.
+
+        >>> ctx = AskedContexts(3, ["gpt", "human"], dim=1)
+        >>> ctx.put_many(np.array([2, 0]), np.array([1, 0]), np.array([[0.5], [0.25]]))
+        >>> ctx.get(2, "human").tolist(), ctx.get(0, "gpt").tolist(), ctx.has(0, "human")
+        ([0.5], [0.25], False)
+        """
+        items = np.asarray(items, dtype=np.int64)
+        cols = np.asarray(cols, dtype=np.int64)
+        start, stop = self._n, self._n + len(items)
+        rows = np.arange(start, stop)
+        fresh = not (self._row[items, cols] >= 0).any()
+        if fresh:  # a pair twice among them reads back another row
+            self._row[items, cols] = rows
+            fresh = bool((self._row[items, cols] == rows).all())
+            if not fresh:
+                self._row[items, cols] = -1
+        if not fresh:  # a pair asked again: replace in turn
+            names = list(self.col)
+            for t, j, x in zip(items.tolist(), cols.tolist(), X, strict=True):
+                self.put(t, names[j], x)
+            return
+        if stop > len(self._buf):
+            size = len(self._buf)
+            while size < stop:
+                size *= 2
+            grown = np.empty((size, self.dim))
+            grown[:start] = self._buf[:start]
+            self._buf = grown
+        self._buf[start:stop] = X
+        self._n = stop
+
     def has(self, t: int, arm: str) -> bool:
         j = self.col.get(arm)
         return j is not None and bool(self._row[t, j] >= 0)

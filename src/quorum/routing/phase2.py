@@ -21,7 +21,7 @@ from quorum.routing.policy import (
     route_tau_ratio,
     shadow_price,
 )
-from quorum.routing.rewards import settle
+from quorum.routing.rewards import settle, settle_many
 from quorum.routing.run import QuorumRun
 
 __all__ = ["LagrangianRule", "PaperRule", "RouteRule", "route_rest", "route_rule"]
@@ -114,9 +114,11 @@ def route_rest(run: QuorumRun, cal: list[int], rule: RouteRule) -> list[int]:
     """Phase 2: route every item not in ``cal`` (random order) by ``rule``; returns them.
 
     Items are logged and batched (``batch_size`` requests at once); items that got a
-    human label settle at once, the others wait for phase 3.
+    human label settle at once, the others wait for phase 3. In replay the loop runs
+    compiled (:mod:`~quorum.routing.phase2_loop`, ``loop_backend="numba"``), with the
+    same results.
     """
-    cfg, sp, arms, T = run.cfg, run.spend, run.arms, run.T
+    cfg, sp, T = run.cfg, run.spend, run.T
     in_cal = np.zeros(T, dtype=bool)
     in_cal[cal] = True
     perm = run.rng.permutation(T)
@@ -126,8 +128,43 @@ def route_rest(run: QuorumRun, cal: list[int], rule: RouteRule) -> list[int]:
     working = max(0.0, (1.0 - cfg.reserve_share) * spare)
     # b_t and the limits come from planned prices (outcome-independent)
     plan = SpendingPlan(run.budget.remaining, sp.c_min, n_rest, cfg.pacing)
-    pending: list[tuple[int, str]] = []
     run.report.shadow_price = rule.prepare(run, rest, working)
+    if _compiled(run, rule):  # replay: the same loop, compiled (loop_backend)
+        from quorum.routing.phase2_loop import compiled_route
+
+        humans = compiled_route(run, len(cal), rest, plan, working, rule.lam_)
+        settle_many(run, [t for t in humans if run.human in run.answers.outputs(t)])
+        return rest
+    _route_python(run, cal, rest, rule, plan, spare, working)
+    for t in rest:
+        if run.human in run.answers.outputs(t):
+            settle(run, t)
+    return rest
+
+
+def _compiled(run: QuorumRun, rule: RouteRule) -> bool:
+    """True when :mod:`~quorum.routing.phase2_loop` routes (replay, the Lagrangian rule,
+    ``loop_backend="numba"``; its :func:`~quorum.routing.phase2_loop.applies`)."""
+    if run.cfg.loop_backend != "numba" or type(rule) is not LagrangianRule:
+        return False
+    from quorum.routing.phase2_loop import applies
+
+    return applies(run, True)
+
+
+def _route_python(
+    run: QuorumRun,
+    cal: list[int],
+    rest: list[int],
+    rule: RouteRule,
+    plan: SpendingPlan,
+    spare: float,
+    working: float,
+) -> None:
+    """The loop of :func:`route_rest`, item by item (the reference path; live sources)."""
+    cfg, sp, arms, T = run.cfg, run.spend, run.arms, run.T
+    n_rest = len(rest)
+    pending: list[tuple[int, str]] = []
     for j, t in enumerate(rest):
         arms.t_explore = len(cal) + j
         b = max(0.0, plan.left / run.budget.limit)
@@ -150,10 +187,6 @@ def route_rest(run: QuorumRun, cal: list[int], rule: RouteRule) -> list[int]:
         if len(pending) >= cfg.batch_size:
             run.flush(pending)
     run.flush(pending)
-    for t in rest:
-        if run.human in run.answers.outputs(t):
-            settle(run, t)
-    return rest
 
 
 def _llms_that_fit(run: QuorumRun, plan: SpendingPlan, j: int, allow: float) -> list[int]:

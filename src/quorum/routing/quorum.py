@@ -221,8 +221,9 @@ class QuorumRouter(Router):
         it only in the order of some float sums: docs/performance.md).
     loop_backend : "numba": in replay (a source with fixed answers,
         :mod:`quorum.routing.fixed_answers`) the dollars setting's per-item loops run
-        compiled (:mod:`quorum.routing.phase3_loop`); "python": always the Python loops
-        (the reference path; live sources always take it).
+        compiled (:mod:`quorum.routing.phase2_loop`, :mod:`quorum.routing.phase3_loop`);
+        "python": always the Python loops (the reference path; live sources always
+        take it).
     """
 
     name = "quorum"

@@ -149,8 +149,8 @@ class DecisionTrace:
         self.price.frombytes(np.asarray(price, dtype=np.float64).tobytes())
         if priority is None:
             self.priority.frombytes(nan)
-        else:
-            self._any_priority = True
+        else:  # no rows (e.g. a compiled phase 3 with no pick) leave the column as it was
+            self._any_priority = self._any_priority or n > 0
             self.priority.frombytes(np.asarray(priority, dtype=np.float64).tobytes())
         if q is None:
             self.q.frombytes(np.full(n * len(self.llm_names), _NAN).tobytes())

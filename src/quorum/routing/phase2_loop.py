@@ -1,0 +1,357 @@
+"""Phase 2 in one compiled call: every routing decision of
+:func:`~quorum.routing.phase2.route_rest` under :class:`~quorum.routing.phase2.LagrangianRule`,
+then what the Python loop would have written (contexts asked, m_t, trace, calls).
+
+For item j of the shuffled ``rest`` (item t, n_cal calibration items before it, T items):
+
+- x_t = [phi(d_t), b_t, p_t, m_t = 0, 1] with b_t = max(0, left / B) (the plan's money
+  left over the limit) and p_t = (n_cal + j) / T;
+- q_a = mu_a^T x_t for every LLM (``np.dot``: the posteriors do not move in phase 2, no
+  item settles before the loop ends);
+- the LLMs that fit the :class:`~quorum.routing.budget.SpendingPlan` (allowance
+  ``pool (j + 1) / n - extra_spent``, the floor ``(n - j - 1) c_min``), else the
+  cheapest while the floor is covered; the human when it fits the plan and the
+  :class:`~quorum.routing.budget.Budget` can reserve it;
+- :func:`~quorum.routing.policy.lagrangian_choice` with epsilon_t = epsilon_0 / (1 + gamma
+  (n_cal + j)) and the shadow price lambda; no arm at all: logged as arm ``"-"``.
+
+Why the results are the Python loop's, bit for bit: each float is computed by the same
+IEEE operations in the same order as :class:`SpendingPlan` and the rule; q_a by the same
+BLAS dot product (``x @ mean_`` in numpy, ``np.dot`` here; the tests compare whole runs);
+the random draws come from the run's own ``Generator`` (numba draws ``random()`` and
+``integers(0, n)`` with numpy's algorithms, on the same state). The Budget only changes
+when a batch of ``batch_size`` routed items is bought; in replay a call costs its price,
+so the loop keeps the Budget's money in the same integer nano-units and reserves each
+call of a batch in turn, as :meth:`~quorum.routing.recorder.CallRecorder.annotate_many`
+does. Afterwards the recorder records the same calls in the same order: the batches whose
+calls were all bought from the fixed answers
+(:meth:`~quorum.routing.recorder.CallRecorder.record_known`), a batch the Budget cut short
+(a human limit) by ``annotate_many`` itself; the Budget is then checked against the
+loop's account. The items routed to the human settle as the Python loop settles them
+(:func:`~quorum.routing.rewards.settle_many`).
+
+It applies (:func:`applies`) in replay (a source with ``fixed_outputs``), with
+``loop_backend="numba"``, the Lagrangian rule without ``pessimism``, the numba posteriors,
+no arm liveness check and no prior outcomes; the Python loop is the reference path
+(tests/test_phase2_loop.py compares them).
+"""
+
+from __future__ import annotations
+
+import gc
+from contextlib import contextmanager
+
+import numpy as np
+from numba import njit
+
+from quorum.routing.base import Outcome
+from quorum.routing.budget import SpendingPlan, to_units
+from quorum.routing.fixed_answers import AnswerCodes
+from quorum.routing.run import QuorumRun
+
+__all__ = ["MODES", "applies", "compiled_route", "route_loop"]
+
+#: mode codes of :func:`route_loop` (index) and the trace's mode strings
+MODES = ("explore", "exploit", "shadow-price", "escalate", "unaffordable")
+_EXPLORE, _EXPLOIT, _SHADOW, _ESCALATE, _NONE = range(5)
+#: SpendingPlan's tolerance (budget._PLAN_EPS)
+_EPS = 1e-9
+#: integer units below 2**53 turn into floats exactly (Budget.remaining divides ints)
+_EXACT_UNITS = 2**53
+
+
+@njit(cache=True, nogil=True)
+def route_loop(
+    rest,
+    phi,
+    bias,
+    means,
+    c,
+    c_h,
+    c_min,
+    cheapest,
+    units,
+    money,
+    cfg,
+    ints,
+    rng,
+):  # pragma: no cover - compiled
+    """Every phase-2 decision of the items ``rest`` (in order).
+
+    ``means`` (K, d): mu_a of the LLMs; ``c`` (K,), ``c_h``, ``c_min``: prices;
+    ``cheapest``: the first cheapest LLM; ``units`` (K + 1,): the prices in nano-units,
+    the human last. ``money``: [Budget units left, human labels left, 1 if there is a
+    human limit]. ``cfg``: [B, plan's left, working pool, lambda, human_quality, tau_H,
+    epsilon_0, gamma]; ``ints``: [n_cal, T, batch_size, pacing].
+
+    Returns (arm (-1 none, k an LLM, K the human), mode code, X (n, d), Q (n, K),
+    epsilon_t, Budget units left at each decision, routed items at each batch's end,
+    whether each routed call was bought, [units left, human labels left] at the end).
+    """
+    n = rest.shape[0]
+    K, d = means.shape
+    m = phi.shape[1]
+    limit, left, working, lam, h_quality, tau_h, eps0, gamma = (
+        cfg[0],
+        cfg[1],
+        cfg[2],
+        cfg[3],
+        cfg[4],
+        cfg[5],
+        cfg[6],
+        cfg[7],
+    )
+    n_cal, T, batch, pacing = ints[0], ints[1], ints[2], ints[3] != 0
+    rem, humans_left, h_limited = money[0], money[1], money[2] != 0
+    arm = np.empty(n, np.int64)
+    mode = np.empty(n, np.int8)
+    X = np.zeros((n, d))
+    Q = np.empty((n, K))
+    eps = np.empty(n)
+    units_left = np.empty(n, np.int64)
+    ends = np.empty(n // batch + 2, np.int64)
+    n_ends = 0
+    pending = np.empty(batch, np.int64)
+    made = np.ones(n, np.bool_)  # per routed call: bought (else the Budget refused it)
+    n_pend = 0
+    routed = 0
+    extra = 0.0
+    fits = np.empty(K, np.int64)
+    for j in range(n):
+        t = rest[j]
+        # x_t = [phi, b, p, m = 0, 1]
+        v = left / limit
+        x = X[j]
+        for i in range(m):
+            x[i] = phi[t, i]
+        x[m] = v if v > 0.0 else 0.0
+        x[m + 1] = (n_cal + j) / T
+        if bias:
+            x[d - 1] = 1.0
+        q = Q[j]
+        for k in range(K):
+            q[k] = np.dot(x, means[k])
+        e = eps0 / (1.0 + gamma * (n_cal + j))
+        eps[j] = e
+        units_left[j] = rem
+        # SpendingPlan.allowance, .keep, .fits, .covers_floor
+        allow = (working * (j + 1) / n if pacing else working) - extra
+        keep = (n - j - 1) * c_min
+        nf = 0
+        for k in range(K):
+            if c[k] - c_min <= allow + _EPS and left - c[k] >= keep - _EPS:
+                fits[nf] = k
+                nf += 1
+        if nf == 0 and left - c_min >= keep - _EPS:
+            fits[0] = cheapest
+            nf = 1
+        human_ok = (
+            c_h - c_min <= allow + _EPS
+            and left - c_h >= keep - _EPS
+            and not (h_limited and humans_left < 1)
+            and units[K] <= rem
+        )
+        # lagrangian_choice
+        if nf == 0:
+            a, md = (K, _ESCALATE) if human_ok else (-1, _NONE)
+        elif rng.random() < e:
+            a, md = fits[rng.integers(0, nf)], _EXPLORE
+        else:
+            best = 0
+            s_best = q[fits[0]] - lam * c[fits[0]] / c_h
+            for i in range(1, nf):  # np.argmax: the first maximum (a NaN wins)
+                if s_best != s_best:
+                    break
+                s = q[fits[i]] - lam * c[fits[i]] / c_h
+                if s > s_best or s != s:
+                    best, s_best = i, s
+            if human_ok and h_quality - lam > s_best:
+                a, md = K, _SHADOW
+            elif human_ok and q[fits[best]] < tau_h:
+                a, md = K, _ESCALATE
+            else:
+                a, md = fits[best], _EXPLOIT
+        arm[j] = a
+        mode[j] = md
+        if a < 0:
+            continue
+        price = c_h if a == K else c[a]
+        left -= price
+        extra += price - c_min
+        pending[n_pend] = a
+        n_pend += 1
+        routed += 1
+        if n_pend >= batch or j == n - 1:
+            rem, humans_left = _buy(
+                pending, n_pend, made[routed - n_pend :], units, K, rem, humans_left, h_limited
+            )
+            n_pend = 0
+            ends[n_ends] = routed
+            n_ends += 1
+    if n_pend > 0:  # the last item was not routed
+        rem, humans_left = _buy(
+            pending, n_pend, made[routed - n_pend :], units, K, rem, humans_left, h_limited
+        )
+        ends[n_ends] = routed
+        n_ends += 1
+    end = np.array([rem, humans_left])
+    return arm, mode, X, Q, eps, units_left, ends[:n_ends].copy(), made[:routed].copy(), end
+
+
+@njit(cache=True, nogil=True)
+def _buy(pending, n_pend, made, units, K, rem, humans_left, h_limited):  # pragma: no cover
+    """A batch as CallRecorder.annotate_many buys it from a replay source: each call
+    reserved in turn if it fits (else not made: ``made[i]`` False), then paid at its
+    price."""
+    for i in range(n_pend):
+        a = pending[i]
+        if (a == K and h_limited and humans_left < 1) or units[a] > rem:
+            made[i] = False
+            continue
+        rem -= units[a]
+        if a == K:
+            humans_left -= 1
+    return rem, humans_left
+
+
+def applies(run: QuorumRun, rule_is_lagrangian: bool) -> bool:
+    """True when :func:`compiled_route` makes ``run``'s phase-2 decisions."""
+    cfg, budget = run.cfg, run.budget
+    posts = [*run.arms.post.values(), run.arms.post_h]
+    return (
+        cfg.loop_backend == "numba"
+        and rule_is_lagrangian
+        and cfg.pessimism == 0
+        and run.spend._is_available is None
+        and all(p._k is not None for p in posts)
+        and not run.rec._prior
+        and budget._limit_u < _EXACT_UNITS
+        and run.fixed_answers() is not None
+    )
+
+
+def compiled_route(
+    run: QuorumRun, n_cal: int, rest: list[int], plan: SpendingPlan, working: float, lam: float
+) -> list[int]:
+    """Phase 2 of ``rest`` by :func:`route_loop`, then the contexts asked, m_t, the trace
+    and the calls bought, as the Python loop leaves them. Returns the items routed to the
+    human (the only ones of ``rest`` that can have a human label).
+
+    Python's cyclic garbage collector is paused meanwhile: recording a million calls makes
+    millions of objects (outcomes, the recorder's entries), none in a reference cycle, and
+    the collections they set off walked every live object again and again (4 of the 10.7
+    CPU s of phase 2 at a million items; with the pause 6.5 s in all)."""
+    with _gc_paused():
+        return _compiled_route(run, n_cal, rest, plan, working, lam)
+
+
+@contextmanager
+def _gc_paused():
+    """The cyclic garbage collector off, then as it was."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _compiled_route(
+    run: QuorumRun, n_cal: int, rest: list[int], plan: SpendingPlan, working: float, lam: float
+) -> list[int]:
+    """:func:`compiled_route` itself."""
+    cfg, sp, arms, budget, K = run.cfg, run.spend, run.arms, run.budget, run.K
+    ctx = arms.ctx
+    if not rest:
+        return []
+    left = budget.humans_left
+    money = np.array(
+        [budget._limit_u - budget._spent_u - budget._reserved_u, left or 0, left is not None],
+        dtype=np.int64,
+    )
+    names = [*run.llm_names, run.human]
+    prices = np.array([run.rec.price(a) for a in names], dtype=np.float64)
+    units = np.array([to_units(p) for p in prices.tolist()], dtype=np.int64)
+    conf = np.array(
+        [
+            budget.limit,
+            plan.left,
+            working,
+            lam,
+            cfg.human_quality,
+            cfg.tau_h,
+            cfg.epsilon0,
+            cfg.gamma,
+        ],
+        dtype=np.float64,
+    )
+    ints = np.array([n_cal, run.T, cfg.batch_size, cfg.pacing], dtype=np.int64)
+    means = np.ascontiguousarray(np.stack([arms.post[a].mean_ for a in run.llm_names]))
+    cheapest = int(np.argsort(sp.c, kind="stable")[0])
+    rest_a = np.asarray(rest, dtype=np.int64)
+    c = np.asarray(sp.c, dtype=np.float64)
+    arm, mode, X, Q, eps, units_left, ends, made, end = route_loop(
+        rest_a, ctx.phi, ctx.bias, means, c, float(sp.c_h), float(sp.c_min), cheapest, units,
+        money, conf, ints, run.rng,
+    )  # fmt: skip
+    arms.t_explore = n_cal + len(rest) - 1
+    # the contexts asked and m_t, in the order of the Python loop's mark_asked
+    took = np.flatnonzero(arm >= 0)
+    t_took, a_took = rest_a[took], arm[took]
+    cols = np.array([arms.asked.col[a] for a in names], dtype=np.int64)
+    arms.asked.put_many(t_took, cols[a_took], X[took])
+    llm = a_took < K
+    arms.mask[t_took[llm], a_took[llm]] = 1.0
+    # the trace: one row per item of rest
+    item_ids = _take(run.ids, rest_a)
+    arm_col = _take([*names, "-"], arm)  # code -1 reads the last
+    run.trace.extend(
+        ["route"] * len(rest),
+        item_ids,
+        arm_col,
+        _take(list(MODES), mode),
+        np.append(prices, 0.0)[arm],
+        epsilon=eps,
+        b_t=X[:, ctx.b_index],
+        p_t=X[:, ctx.p_index],
+        budget_left=units_left / 1_000_000_000,
+        q=Q,
+    )
+    # the calls, batch by batch as run.flush buys them: a batch whose calls were all
+    # bought is recorded from the fixed answers, one the Budget cut short is bought
+    reqs = [(item_ids[j], arm_col[j]) for j in took.tolist()]
+    known = _outcomes(run.fixed_answers(), reqs, t_took, a_took)
+    start, todo = 0, 0  # batches [todo, start) are known and not recorded yet
+    for stop in [*ends.tolist(), None]:
+        if stop is None or not made[start:stop].all():
+            if todo < start:
+                run.rec.record_known(known[todo:start], phase="route")
+            if stop is None:
+                break
+            run.rec.annotate_many(reqs[start:stop], phase="route")
+            todo = stop
+        start = stop
+    got = [budget._limit_u - budget._spent_u - budget._reserved_u, budget.humans_left]
+    want = [int(end[0]), None if left is None else int(end[1])]
+    if got != want:
+        raise RuntimeError(f"compiled phase 2 and the budget disagree: {want} vs {got}")
+    return t_took[a_took == K].tolist()
+
+
+def _take(values: list, idx: np.ndarray) -> list:
+    """``[values[i] for i in idx]`` (the same objects), by numpy's indexing."""
+    table = np.empty(len(values), dtype=object)
+    table[:] = values
+    return table[idx].tolist()
+
+
+def _outcomes(fixed: AnswerCodes, reqs: list[tuple[str, str]], t_of, arm_of) -> list[Outcome]:
+    """The outcomes the source gives for the calls ``reqs`` (item t_of[i], arm arm_of[i])."""
+    codes = fixed.codes[t_of, arm_of].tolist()
+    cost = fixed.prices[arm_of].tolist()
+    labels = fixed.labels
+    return [
+        Outcome(i, a, labels[y], c, "ok") if y >= 0 else Outcome(i, a, None, c, "unparseable")
+        for (i, a), y, c in zip(reqs, codes, cost, strict=True)
+    ]
