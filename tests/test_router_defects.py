@@ -77,14 +77,22 @@ def test_shared_errors_are_not_rewarded_as_correct(monkeypatch):
 
     monkeypatch.setattr(BayesianLinearPosterior, "update", spy)
     ds = _shared_error_dataset()
-    run(ds, frac=0.35, dollars_strategy="bandit", spend_leftover=False)
+    # the spy watches the Python steps (the compiled steps give the same run:
+    # tests/test_phase3_loop.py)
+    python = {"loop_backend": "python"}
+    run(ds, frac=0.35, dollars_strategy="bandit", spend_leftover=False, **python)
     rewards = np.array(seen)
     # agreement without a human pays the measured P(consensus right), not 1
     partial = rewards[(rewards > 0) & (rewards < 1)]
     assert len(partial) > 0 and partial.max() < 0.95
     seen.clear()
     run(
-        ds, frac=0.35, dollars_strategy="bandit", spend_leftover=False, agreement_reward_value="one"
+        ds,
+        frac=0.35,
+        dollars_strategy="bandit",
+        spend_leftover=False,
+        agreement_reward_value="one",
+        **python,
     )
     assert set(np.unique(seen)) <= {0.0, 1.0}
 
@@ -182,6 +190,8 @@ def test_items_closed_by_the_value_rule_leave_the_refinement_queue(monkeypatch):
     queue's count of open items stays true (a stale count raised 'no open item' on IMDB)."""
     ds = make_dataset(80, acc=(0.6, 0.7, 0.8))
     monkeypatch.setattr(ValueRule, "choose", lambda self, *args: (None, "none"))
-    res, budget = run(ds, frac=0.7, dollars_strategy="bandit", escalate_disagreement=False)
+    res, budget = run(  # the patched rule is the Python loop's
+        ds, frac=0.7, dollars_strategy="bandit", escalate_disagreement=False, loop_backend="python"
+    )
     assert len(res.labels) == 80 and budget.spent <= budget.limit + 1e-9
     assert not (res.trace["phase"] == "extra").any()  # nothing bought in phase 3

@@ -38,15 +38,11 @@ no arm liveness check and no prior outcomes; the Python loop is the reference pa
 
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
-
 import numpy as np
 from numba import njit
 
-from quorum.routing.base import Outcome
 from quorum.routing.budget import SpendingPlan, to_units
-from quorum.routing.fixed_answers import AnswerCodes
+from quorum.routing.fixed_answers import gc_paused
 from quorum.routing.run import QuorumRun
 
 __all__ = ["MODES", "applies", "compiled_route", "route_loop"]
@@ -215,18 +211,14 @@ def _buy(pending, n_pend, made, units, K, rem, humans_left, h_limited):  # pragm
 
 
 def applies(run: QuorumRun, rule_is_lagrangian: bool) -> bool:
-    """True when :func:`compiled_route` makes ``run``'s phase-2 decisions."""
-    cfg, budget = run.cfg, run.budget
-    posts = [*run.arms.post.values(), run.arms.post_h]
+    """True when :func:`compiled_route` makes ``run``'s phase-2 decisions: the compiled
+    steps apply (:meth:`~quorum.routing.run.QuorumRun.compiled_answers`), the rule is
+    the Lagrangian one without ``pessimism``, and the limit's units convert exactly."""
     return (
-        cfg.loop_backend == "numba"
-        and rule_is_lagrangian
-        and cfg.pessimism == 0
-        and run.spend._is_available is None
-        and all(p._k is not None for p in posts)
-        and not run.rec._prior
-        and budget._limit_u < _EXACT_UNITS
-        and run.fixed_answers() is not None
+        rule_is_lagrangian
+        and run.cfg.pessimism == 0
+        and run.budget._limit_u < _EXACT_UNITS
+        and run.compiled_answers() is not None
     )
 
 
@@ -241,20 +233,8 @@ def compiled_route(
     millions of objects (outcomes, the recorder's entries), none in a reference cycle, and
     the collections they set off walked every live object again and again (4 of the 10.7
     CPU s of phase 2 at a million items; with the pause 6.5 s in all)."""
-    with _gc_paused():
+    with gc_paused():
         return _compiled_route(run, n_cal, rest, plan, working, lam)
-
-
-@contextmanager
-def _gc_paused():
-    """The cyclic garbage collector off, then as it was."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _compiled_route(
@@ -321,7 +301,9 @@ def _compiled_route(
     # the calls, batch by batch as run.flush buys them: a batch whose calls were all
     # bought is recorded from the fixed answers, one the Budget cut short is bought
     reqs = [(item_ids[j], arm_col[j]) for j in took.tolist()]
-    known = _outcomes(run.fixed_answers(), reqs, t_took, a_took)
+    known = run.compiled_answers().outcomes(
+        [i for i, _ in reqs], t_took, a_took, [a for _, a in reqs]
+    )
     start, todo = 0, 0  # batches [todo, start) are known and not recorded yet
     for stop in [*ends.tolist(), None]:
         if stop is None or not made[start:stop].all():
@@ -344,14 +326,3 @@ def _take(values: list, idx: np.ndarray) -> list:
     table = np.empty(len(values), dtype=object)
     table[:] = values
     return table[idx].tolist()
-
-
-def _outcomes(fixed: AnswerCodes, reqs: list[tuple[str, str]], t_of, arm_of) -> list[Outcome]:
-    """The outcomes the source gives for the calls ``reqs`` (item t_of[i], arm arm_of[i])."""
-    codes = fixed.codes[t_of, arm_of].tolist()
-    cost = fixed.prices[arm_of].tolist()
-    labels = fixed.labels
-    return [
-        Outcome(i, a, labels[y], c, "ok") if y >= 0 else Outcome(i, a, None, c, "unparseable")
-        for (i, a), y, c in zip(reqs, codes, cost, strict=True)
-    ]

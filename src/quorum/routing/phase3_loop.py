@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from quorum.routing.budget import to_units
-from quorum.routing.fixed_answers import AnswerCodes
+from quorum.routing.fixed_answers import AnswerCodes, gc_paused
 from quorum.routing.run import QuorumRun
 
 __all__ = ["LoopState", "compiled_refine", "compiled_settle"]
@@ -151,7 +151,8 @@ def compiled_refine(run: QuorumRun, fixed: AnswerCodes, n_asked: np.ndarray) -> 
         ["extra"] * n, ids, arm_names, [MODES[m] for m in out[2][:n].tolist()], f[:, 3],
         f[:, 5], epsilon=f[:, 0], b_t=f[:, 1], p_t=f[:, 2], budget_left=f[:, 4], q=out[4][:n],
     )  # fmt: skip
-    run.rec.record_known(fixed.outcomes(ids, t_of, arm_of, arm_names), phase="extra")
+    with gc_paused():
+        run.rec.record_known(fixed.outcomes(ids, t_of, arm_of, arm_names), phase="extra")
 
 
 def _answers_so_far(run: QuorumRun, names: list[str], items: np.ndarray):

@@ -23,7 +23,7 @@ from quorum.routing.answers import Answers
 from quorum.routing.arms import ArmModels
 from quorum.routing.base import AnnotationSource, RoutingProblem
 from quorum.routing.budget import Budget
-from quorum.routing.fixed_answers import AnswerCodes, answer_codes
+from quorum.routing.fixed_answers import AnswerCodes, answer_codes, gc_paused
 from quorum.routing.label_state import LabelModelState
 from quorum.routing.params import QuorumParams
 from quorum.routing.recorder import CallRecorder
@@ -142,9 +142,10 @@ class QuorumRun:
             n_h = int((arm_of == self.K).sum())
             left = self.budget.humans_left
             if units <= self.budget.remaining_units and (left is None or n_h <= left):
-                outs = fixed.outcomes([self.ids[t] for t in t_of.tolist()], t_of, arm_of,
-                                      [a for _, a in reqs])  # fmt: skip
-                self.rec.record_known(outs, phase=phase)
+                ids = [self.ids[t] for t in t_of.tolist()]
+                with gc_paused():
+                    outs = fixed.outcomes(ids, t_of, arm_of, [a for _, a in reqs])
+                    self.rec.record_known(outs, phase=phase)
                 return
         self.rec.annotate_many([(self.ids[t], a) for t, a in reqs], phase=phase)
 
