@@ -57,21 +57,45 @@ _EXACT_UNITS = 2**53
 
 
 @njit(cache=True, nogil=True)
-def route_loop(
-    rest,
-    phi,
-    bias,
-    means,
-    c,
-    c_h,
-    c_min,
-    cheapest,
-    units,
-    money,
-    cfg,
-    ints,
-    rng,
-):  # pragma: no cover - compiled
+def _plan_fits(c, c_h, c_min, cheapest, allow, keep, left, fits):  # pragma: no cover
+    """SpendingPlan.fits of each LLM (into ``fits``; else the cheapest while the floor
+    is covered) and of the human: (how many LLMs, whether the human fits the plan)."""
+    nf = 0
+    for k in range(c.shape[0]):
+        if c[k] - c_min <= allow + _EPS and left - c[k] >= keep - _EPS:
+            fits[nf] = k
+            nf += 1
+    if nf == 0 and left - c_min >= keep - _EPS:
+        fits[0] = cheapest
+        nf = 1
+    return nf, c_h - c_min <= allow + _EPS and left - c_h >= keep - _EPS
+
+
+@njit(cache=True, nogil=True)
+def _lagrangian(q, c, c_h, fits, nf, human_ok, cfg, e, rng):  # pragma: no cover
+    """lagrangian_choice on the LLMs ``fits[:nf]``: (arm: k, K the human, -1 none; mode)."""
+    K, lam, h_quality, tau_h = q.shape[0], cfg[3], cfg[4], cfg[5]
+    if nf == 0:
+        return (K, _ESCALATE) if human_ok else (-1, _NONE)
+    if rng.random() < e:
+        return fits[rng.integers(0, nf)], _EXPLORE
+    best = 0
+    s_best = q[fits[0]] - lam * c[fits[0]] / c_h
+    for i in range(1, nf):  # np.argmax: the first maximum (a NaN wins)
+        if s_best != s_best:
+            break
+        s = q[fits[i]] - lam * c[fits[i]] / c_h
+        if s > s_best or s != s:
+            best, s_best = i, s
+    if human_ok and h_quality - lam > s_best:
+        return K, _SHADOW
+    if human_ok and q[fits[best]] < tau_h:
+        return K, _ESCALATE
+    return fits[best], _EXPLOIT
+
+
+@njit(cache=True, nogil=True)
+def route_loop(rest, phi, bias, means, c, c_h, c_min, cheapest, units, money, cfg, ints, rng):
     """Every phase-2 decision of the items ``rest`` (in order).
 
     ``means`` (K, d): mu_a of the LLMs; ``c`` (K,), ``c_h``, ``c_min``: prices;
@@ -83,113 +107,51 @@ def route_loop(
     Returns (arm (-1 none, k an LLM, K the human), mode code, X (n, d), Q (n, K),
     epsilon_t, Budget units left at each decision, routed items at each batch's end,
     whether each routed call was bought, [units left, human labels left] at the end).
-    """
-    n = rest.shape[0]
-    K, d = means.shape
-    m = phi.shape[1]
-    limit, left, working, lam, h_quality, tau_h, eps0, gamma = (
-        cfg[0],
-        cfg[1],
-        cfg[2],
-        cfg[3],
-        cfg[4],
-        cfg[5],
-        cfg[6],
-        cfg[7],
-    )
+    """  # pragma: no cover - compiled
+    n, (K, d), m = rest.shape[0], means.shape, phi.shape[1]
+    limit, left, working = cfg[0], cfg[1], cfg[2]
     n_cal, T, batch, pacing = ints[0], ints[1], ints[2], ints[3] != 0
     rem, humans_left, h_limited = money[0], money[1], money[2] != 0
-    arm = np.empty(n, np.int64)
-    mode = np.empty(n, np.int8)
-    X = np.zeros((n, d))
-    Q = np.empty((n, K))
-    eps = np.empty(n)
+    arm, mode = np.empty(n, np.int64), np.empty(n, np.int8)
+    X, Q, eps = np.zeros((n, d)), np.empty((n, K)), np.empty(n)
     units_left = np.empty(n, np.int64)
-    ends = np.empty(n // batch + 2, np.int64)
-    n_ends = 0
-    pending = np.empty(batch, np.int64)
+    ends, n_ends = np.empty(n // batch + 2, np.int64), 0
+    pending, n_pend = np.empty(batch, np.int64), 0
     made = np.ones(n, np.bool_)  # per routed call: bought (else the Budget refused it)
-    n_pend = 0
-    routed = 0
-    extra = 0.0
-    fits = np.empty(K, np.int64)
+    routed, extra, fits = 0, 0.0, np.empty(K, np.int64)
     for j in range(n):
-        t = rest[j]
-        # x_t = [phi, b, p, m = 0, 1]
-        v = left / limit
-        x = X[j]
-        for i in range(m):
-            x[i] = phi[t, i]
-        x[m] = v if v > 0.0 else 0.0
-        x[m + 1] = (n_cal + j) / T
+        # x_t = [phi, b, p, m = 0, 1] and q_a = mu_a^T x_t
+        v, x, q = left / limit, X[j], Q[j]
+        x[:m] = phi[rest[j]]
+        x[m], x[m + 1] = (v if v > 0.0 else 0.0), (n_cal + j) / T
         if bias:
             x[d - 1] = 1.0
-        q = Q[j]
         for k in range(K):
             q[k] = np.dot(x, means[k])
-        e = eps0 / (1.0 + gamma * (n_cal + j))
-        eps[j] = e
+        eps[j] = cfg[6] / (1.0 + cfg[7] * (n_cal + j))
         units_left[j] = rem
-        # SpendingPlan.allowance, .keep, .fits, .covers_floor
+        # SpendingPlan.allowance and .keep, then the arms that fit
         allow = (working * (j + 1) / n if pacing else working) - extra
-        keep = (n - j - 1) * c_min
-        nf = 0
-        for k in range(K):
-            if c[k] - c_min <= allow + _EPS and left - c[k] >= keep - _EPS:
-                fits[nf] = k
-                nf += 1
-        if nf == 0 and left - c_min >= keep - _EPS:
-            fits[0] = cheapest
-            nf = 1
-        human_ok = (
-            c_h - c_min <= allow + _EPS
-            and left - c_h >= keep - _EPS
-            and not (h_limited and humans_left < 1)
-            and units[K] <= rem
-        )
-        # lagrangian_choice
-        if nf == 0:
-            a, md = (K, _ESCALATE) if human_ok else (-1, _NONE)
-        elif rng.random() < e:
-            a, md = fits[rng.integers(0, nf)], _EXPLORE
-        else:
-            best = 0
-            s_best = q[fits[0]] - lam * c[fits[0]] / c_h
-            for i in range(1, nf):  # np.argmax: the first maximum (a NaN wins)
-                if s_best != s_best:
-                    break
-                s = q[fits[i]] - lam * c[fits[i]] / c_h
-                if s > s_best or s != s:
-                    best, s_best = i, s
-            if human_ok and h_quality - lam > s_best:
-                a, md = K, _SHADOW
-            elif human_ok and q[fits[best]] < tau_h:
-                a, md = K, _ESCALATE
-            else:
-                a, md = fits[best], _EXPLOIT
-        arm[j] = a
-        mode[j] = md
-        if a < 0:
+        nf, plan_h = _plan_fits(c, c_h, c_min, cheapest, allow, (n - j - 1) * c_min, left, fits)
+        human_ok = plan_h and not (h_limited and humans_left < 1) and units[K] <= rem
+        arm[j], mode[j] = _lagrangian(q, c, c_h, fits, nf, human_ok, cfg, eps[j], rng)
+        if arm[j] < 0:
             continue
-        price = c_h if a == K else c[a]
+        price = c_h if arm[j] == K else c[arm[j]]
         left -= price
         extra += price - c_min
-        pending[n_pend] = a
-        n_pend += 1
-        routed += 1
-        if n_pend >= batch or j == n - 1:
+        pending[n_pend] = arm[j]
+        n_pend, routed = n_pend + 1, routed + 1
+        if n_pend >= batch or j == n - 1:  # run.flush: the batch is bought
             rem, humans_left = _buy(
                 pending, n_pend, made[routed - n_pend :], units, K, rem, humans_left, h_limited
             )
-            n_pend = 0
-            ends[n_ends] = routed
-            n_ends += 1
+            n_pend, ends[n_ends], n_ends = 0, routed, n_ends + 1
     if n_pend > 0:  # the last item was not routed
         rem, humans_left = _buy(
             pending, n_pend, made[routed - n_pend :], units, K, rem, humans_left, h_limited
         )
-        ends[n_ends] = routed
-        n_ends += 1
+        ends[n_ends], n_ends = routed, n_ends + 1
     end = np.array([rem, humans_left])
     return arm, mode, X, Q, eps, units_left, ends[:n_ends].copy(), made[:routed].copy(), end
 
@@ -241,44 +203,19 @@ def _compiled_route(
     run: QuorumRun, n_cal: int, rest: list[int], plan: SpendingPlan, working: float, lam: float
 ) -> list[int]:
     """:func:`compiled_route` itself."""
-    cfg, sp, arms, budget, K = run.cfg, run.spend, run.arms, run.budget, run.K
-    ctx = arms.ctx
+    arms, budget, K = run.arms, run.budget, run.K
     if not rest:
         return []
-    left = budget.humans_left
-    money = np.array(
-        [budget._limit_u - budget._spent_u - budget._reserved_u, left or 0, left is not None],
-        dtype=np.int64,
-    )
-    names = [*run.llm_names, run.human]
-    prices = np.array([run.rec.price(a) for a in names], dtype=np.float64)
-    units = np.array([to_units(p) for p in prices.tolist()], dtype=np.int64)
-    conf = np.array(
-        [
-            budget.limit,
-            plan.left,
-            working,
-            lam,
-            cfg.human_quality,
-            cfg.tau_h,
-            cfg.epsilon0,
-            cfg.gamma,
-        ],
-        dtype=np.float64,
-    )
-    ints = np.array([n_cal, run.T, cfg.batch_size, cfg.pacing], dtype=np.int64)
-    means = np.ascontiguousarray(np.stack([arms.post[a].mean_ for a in run.llm_names]))
-    cheapest = int(np.argsort(sp.c, kind="stable")[0])
     rest_a = np.asarray(rest, dtype=np.int64)
-    c = np.asarray(sp.c, dtype=np.float64)
-    arm, mode, X, Q, eps, units_left, ends, made, end = route_loop(
-        rest_a, ctx.phi, ctx.bias, means, c, float(sp.c_h), float(sp.c_min), cheapest, units,
-        money, conf, ints, run.rng,
-    )  # fmt: skip
+    humans_left = budget.humans_left
+    arm, mode, X, Q, eps, units_left, ends, made, end = _decide(
+        run, n_cal, rest_a, plan, working, lam
+    )
     arms.t_explore = n_cal + len(rest) - 1
     # the contexts asked and m_t, in the order of the Python loop's mark_asked
     took = np.flatnonzero(arm >= 0)
     t_took, a_took = rest_a[took], arm[took]
+    names = [*run.llm_names, run.human]
     cols = np.array([arms.asked.col[a] for a in names], dtype=np.int64)
     arms.asked.put_many(t_took, cols[a_took], X[took])
     llm = a_took < K
@@ -286,21 +223,52 @@ def _compiled_route(
     # the trace: one row per item of rest
     item_ids = _take(run.ids, rest_a)
     arm_col = _take([*names, "-"], arm)  # code -1 reads the last
+    prices = np.array([run.rec.price(a) for a in names], dtype=np.float64)
+    ctx = arms.ctx
     run.trace.extend(
-        ["route"] * len(rest),
-        item_ids,
-        arm_col,
-        _take(list(MODES), mode),
-        np.append(prices, 0.0)[arm],
-        epsilon=eps,
-        b_t=X[:, ctx.b_index],
-        p_t=X[:, ctx.p_index],
-        budget_left=units_left / 1_000_000_000,
-        q=Q,
-    )
-    # the calls, batch by batch as run.flush buys them: a batch whose calls were all
-    # bought is recorded from the fixed answers, one the Budget cut short is bought
+        ["route"] * len(rest), item_ids, arm_col, _take(list(MODES), mode),
+        np.append(prices, 0.0)[arm], epsilon=eps, b_t=X[:, ctx.b_index],
+        p_t=X[:, ctx.p_index], budget_left=units_left / 1_000_000_000, q=Q,
+    )  # fmt: skip
     reqs = [(item_ids[j], arm_col[j]) for j in took.tolist()]
+    _record(run, reqs, t_took, a_took, ends, made)
+    got = [budget._limit_u - budget._spent_u - budget._reserved_u, budget.humans_left]
+    want = [int(end[0]), None if humans_left is None else int(end[1])]
+    if got != want:
+        raise RuntimeError(f"compiled phase 2 and the budget disagree: {want} vs {got}")
+    return t_took[a_took == K].tolist()
+
+
+def _decide(
+    run: QuorumRun, n_cal: int, rest: np.ndarray, plan: SpendingPlan, working: float, lam: float
+) -> tuple:
+    """:func:`route_loop` on the run's prices, money, posterior means and parameters."""
+    cfg, sp, budget = run.cfg, run.spend, run.budget
+    left = budget.humans_left
+    money = np.array(
+        [budget._limit_u - budget._spent_u - budget._reserved_u, left or 0, left is not None],
+        dtype=np.int64,
+    )
+    names = [*run.llm_names, run.human]
+    units = np.array([to_units(run.rec.price(a)) for a in names], dtype=np.int64)
+    conf = np.array(
+        [budget.limit, plan.left, working, lam, cfg.human_quality, cfg.tau_h, cfg.epsilon0,
+         cfg.gamma],
+        dtype=np.float64,
+    )  # fmt: skip
+    ints = np.array([n_cal, run.T, cfg.batch_size, cfg.pacing], dtype=np.int64)
+    means = np.ascontiguousarray(np.stack([run.arms.post[a].mean_ for a in run.llm_names]))
+    cheapest = int(np.argsort(sp.c, kind="stable")[0])
+    c = np.asarray(sp.c, dtype=np.float64)
+    return route_loop(
+        rest, run.arms.ctx.phi, run.arms.ctx.bias, means, c, float(sp.c_h), float(sp.c_min),
+        cheapest, units, money, conf, ints, run.rng,
+    )  # fmt: skip
+
+
+def _record(run: QuorumRun, reqs: list, t_took, a_took, ends, made) -> None:
+    """The calls, batch by batch as run.flush buys them: a batch whose calls were all
+    bought is recorded from the fixed answers, one the Budget cut short is bought."""
     known = run.compiled_answers().outcomes(
         [i for i, _ in reqs], t_took, a_took, [a for _, a in reqs]
     )
@@ -314,11 +282,6 @@ def _compiled_route(
             run.rec.annotate_many(reqs[start:stop], phase="route")
             todo = stop
         start = stop
-    got = [budget._limit_u - budget._spent_u - budget._reserved_u, budget.humans_left]
-    want = [int(end[0]), None if left is None else int(end[1])]
-    if got != want:
-        raise RuntimeError(f"compiled phase 2 and the budget disagree: {want} vs {got}")
-    return t_took[a_took == K].tolist()
 
 
 def _take(values: list, idx: np.ndarray) -> list:

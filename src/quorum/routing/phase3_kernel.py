@@ -225,6 +225,49 @@ def _buy(t, arm, mode, x, q, eps, rem_u, ans, ctx, items, money, price_u, prices
     cnt[_N_UNANSWERED] += (1 if items[4][t] else 0) - (1 if was else 0)
 
 
+@njit(cache=True)
+def _b_t(money, limit):  # pragma: no cover - compiled
+    """Budget.remaining_fraction from the money left in nano-units."""
+    return 0.0 if limit == 0.0 else max(0.0, (money[0] / 1e9) / limit)
+
+
+@njit(cache=True)
+def _arms_that_fit(t, fits, ans, money, price_u, keep_u):  # pragma: no cover - compiled
+    """The LLMs not asked on t that the money allows while keeping ``keep_u`` (into
+    ``fits``; returns how many) and whether the human is free and affordable."""
+    asked, K = ans[3], fits.shape[0]
+    n_fits = 0
+    for k in range(K):
+        if not asked[t, k] and price_u[k] + keep_u <= money[0]:
+            fits[n_fits] = k
+            n_fits += 1
+    human_ok = not asked[t, K] and price_u[K] + keep_u <= money[0]
+    return n_fits, human_ok and not (money[2] == 1 and money[1] < 1)
+
+
+@njit(cache=True)
+def _after_answer(t, ans, ctx, post, seen, settled, items, cnt, heap, cfg, ints, rf, work):
+    """Item t got its answer: it settles and closes on a human label, consensus or
+    ``max_annotations``; else it gets its new Delta_t, 1(human) and P_t (_Open.update)."""
+    codes, order, n_out, asked, n_asked = ans
+    K, T, n = ints[0], ints[1], n_out[t]
+    agreed = n >= 2 and agreement(codes[t], order[t], n, K, cfg[0], cfg[1], work) >= cfg[2]
+    human_in = asked[t, K] and codes[t, K] >= 0
+    if human_in or agreed or n_asked[t] >= ints[2]:
+        settle(t, ans, ctx, post, seen, settled, cfg, ints, rf, work)
+        _close(t, items, cnt)
+        return
+    items[2][t] = delta(codes[t], order[t], n, work)
+    items[3][t] = 1.0 if human_in else 0.0
+    one = work[3].reshape((1, work[3].shape[0]))  # the scratch context as one row
+    context(one[0], ctx[3], t, rf, 1.0 - cnt[_N_OPEN] / max(T, 1), ctx[4][t], ints[8] == 1)
+    items[0][t] = mean_quad_rows(one, post[0][:K])[0] + items[2][t] + (1.0 - items[3][t])
+    if cnt[_SIZE] == heap[0].shape[0]:  # the heap holds stale entries only: start again
+        _build(heap, cnt, items)
+    else:
+        _push(heap, cnt, -items[0][t], t)
+
+
 # ------------------------------------------------------------------ the loop
 @njit(cache=True)
 def refine_loop(ans, ctx, post, seen, settled, items, money, price_u, prices, cfg, ints, rng, out):
@@ -236,17 +279,13 @@ def refine_loop(ans, ctx, post, seen, settled, items, money, price_u, prices, cf
     ``ints``: [K, T, max_annotations, escalate_disagreement, agreement_reward, calibrated,
     labels, refresh_every, bias, priority_refresh, c_min units, contexts stored].
     """
-    codes, order, n_out, asked, n_asked = ans
-    phi, mask = ctx[3], ctx[4]
+    codes, order, n_out = ans[0], ans[1], ans[2]
     K, T, bias, refresh = ints[0], ints[1], ints[8] == 1, ints[9]
-    limit, c_min = cfg[5], cfg[6]
-    d = phi.shape[1] + 2 + K + (1 if bias else 0)
-    work, x, q, one = scratch(K, d), np.empty(d), np.empty(K), np.empty((1, d))
-    fits = np.empty(K, dtype=np.int64)
+    d = ctx[3].shape[1] + 2 + K + (1 if bias else 0)
+    work, x, q, fits = scratch(K, d), np.empty(d), np.empty(K), np.empty(K, dtype=np.int64)
     cnt = np.zeros(5, dtype=np.int64)
     cnt[_N_BUF] = ints[11]
-    rf = 0.0 if limit == 0.0 else max(0.0, (money[0] / 1e9) / limit)
-    _open_items(ans, ctx, post, seen, settled, items, cnt, cfg, ints, rf, work)
+    _open_items(ans, ctx, post, seen, settled, items, cnt, cfg, ints, _b_t(money, cfg[5]), work)
     cap = T + 2 * (refresh + T // 50 + 2)
     heap = (np.empty(cap), np.empty(cap, dtype=np.int64))
     _build(heap, cnt, items)
@@ -254,21 +293,14 @@ def refine_loop(ans, ctx, post, seen, settled, items, money, price_u, prices, cf
     while cnt[_N_OPEN] > 0:
         t_explore = T + picks
         t = _top(heap, cnt, items)
-        keep = float(cnt[_N_UNANSWERED] - (1 if items[4][t] else 0)) * c_min
+        keep = float(cnt[_N_UNANSWERED] - (1 if items[4][t] else 0)) * cfg[6]  # c_min each
         keep_u = np.int64(np.rint(keep * 1e9)) if keep != 0.0 else np.int64(0)
-        rem_u = money[0]
-        rf = 0.0 if limit == 0.0 else max(0.0, (rem_u / 1e9) / limit)
-        context(x, phi, t, rf, 1.0 - cnt[_N_OPEN] / max(T, 1), mask[t], bias)
-        n_fits = 0
-        for k in range(K):
-            if not asked[t, k] and price_u[k] + keep_u <= rem_u:
-                fits[n_fits] = k
-                n_fits += 1
-        human_ok = not asked[t, K] and price_u[K] + keep_u <= rem_u
-        human_ok = human_ok and not (money[2] == 1 and money[1] < 1)
+        rem_u, rf = money[0], _b_t(money, cfg[5])
+        context(x, ctx[3], t, rf, 1.0 - cnt[_N_OPEN] / max(T, 1), ctx[4][t], bias)
+        n_fits, human_ok = _arms_that_fit(t, fits, ans, money, price_u, keep_u)
         if n_fits == 0 and not human_ok:
             _close(t, items, cnt)
-            if rem_u < ints[10]:
+            if rem_u < ints[10]:  # not even the cheapest LLM: phase 3 ends
                 break
             continue
         for k in range(K):
@@ -287,22 +319,8 @@ def refine_loop(ans, ctx, post, seen, settled, items, money, price_u, prices, cf
                 _close(t, items, cnt)
                 continue
         _buy(t, arm, mode, x, q, eps, rem_u, ans, ctx, items, money, price_u, prices, cnt, out)
-        n = n_out[t]
-        agreed = n >= 2 and agreement(codes[t], order[t], n, K, cfg[0], cfg[1], work) >= cfg[2]
-        human_in = asked[t, K] and codes[t, K] >= 0
-        rf = 0.0 if limit == 0.0 else max(0.0, (money[0] / 1e9) / limit)
-        if human_in or agreed or n_asked[t] >= ints[2]:
-            settle(t, ans, ctx, post, seen, settled, cfg, ints, rf, work)
-            _close(t, items, cnt)
-        else:  # _Open.update: its new P_t
-            items[2][t] = delta(codes[t], order[t], n, work)
-            items[3][t] = 1.0 if human_in else 0.0
-            context(one[0], phi, t, rf, 1.0 - cnt[_N_OPEN] / max(T, 1), mask[t], bias)
-            items[0][t] = mean_quad_rows(one, post[0][:K])[0] + items[2][t] + (1.0 - items[3][t])
-            if cnt[_SIZE] == cap:  # the heap holds stale entries only: start it again
-                _build(heap, cnt, items)
-            else:
-                _push(heap, cnt, -items[0][t], t)
+        rf = _b_t(money, cfg[5])
+        _after_answer(t, ans, ctx, post, seen, settled, items, cnt, heap, cfg, ints, rf, work)
         picks += 1
         if picks % max(refresh, cnt[_N_OPEN] // 50 + 1) == 0:
             _priorities(ctx, post[0][:K], items, rf, 1.0 - cnt[_N_OPEN] / max(T, 1), bias)
