@@ -26,21 +26,28 @@ from numba import njit
 __all__ = ["agreement", "context", "delta", "scratch", "trust_rank", "vote"]
 
 
+@njit(cache=True, inline="always")
+def _slot(labels, m, y):  # pragma: no cover - compiled
+    """Label y's place among ``labels[:m]`` (first-seen order), appended when new:
+    (its place, the new count)."""
+    j = 0
+    while j < m and labels[j] != y:
+        j += 1
+    if j == m:
+        labels[m] = y
+        m += 1
+    return j, m
+
+
 @njit(cache=True)
 def _totals(codes_t, arms, n, K, w_h, w_llm, labels, weights):  # pragma: no cover
     """Each label's weight, labels in first-seen order; returns how many labels."""
     m = 0
     for i in range(n):
-        a = arms[i]
-        y = codes_t[a]
-        j = 0
-        while j < m and labels[j] != y:
-            j += 1
-        if j == m:
-            labels[m] = y
-            weights[m] = 0.0
-            m += 1
-        weights[j] = weights[j] + (w_h if a == K else w_llm)
+        j, m_new = _slot(labels, m, codes_t[arms[i]])
+        if m_new > m:
+            weights[j], m = 0.0, m_new
+        weights[j] = weights[j] + (w_h if arms[i] == K else w_llm)
     return m
 
 
@@ -100,14 +107,9 @@ def delta(codes_t, arms, n, work):  # pragma: no cover - compiled
     labels, counts = work[0], work[6]
     m = 0
     for i in range(n):
-        y = codes_t[arms[i]]
-        j = 0
-        while j < m and labels[j] != y:
-            j += 1
-        if j == m:
-            labels[m] = y
-            counts[m] = 0
-            m += 1
+        j, m_new = _slot(labels, m, codes_t[arms[i]])
+        if m_new > m:
+            counts[j], m = 0, m_new
         counts[j] += 1
     top = 0
     for j in range(m):
