@@ -75,6 +75,12 @@ class Budget:
         """:attr:`remaining` in nano-units (exact)."""
         return self._limit_u - self._spent_u - self._reserved_u
 
+    def units_state(self) -> tuple[int, int, int]:
+        """(money left in nano-units, human labels left, 1 if there is a human limit),
+        the money as the compiled loops keep it (0 labels left where there is no limit)."""
+        left = self.humans_left
+        return self.remaining_units, 0 if left is None else left, 0 if left is None else 1
+
     @property
     def remaining_fraction(self) -> float:
         """``b_t``: remaining budget as a fraction of the limit."""
@@ -111,18 +117,23 @@ class Budget:
         """Reserve and settle at once (the replay case, where the price is known)."""
         self.reserve(cost, human=human).settle(cost)
 
+    def can_afford_many(self, units: int, n_humans: int) -> bool:
+        """True if calls costing ``units`` nano-units in all, ``n_humans`` of them human
+        labels, fit together."""
+        short = self.human_limit is not None and n_humans > self.humans_left
+        return units <= self.remaining_units and not short
+
     def charge_many(self, units: int, n_calls: int, n_humans: int) -> None:
         """``n_calls`` calls of known cost (``units`` nano-units in all, ``n_humans``
         human labels among them) reserved and settled at once: what charging them one by
         one leaves, when each fits in turn (it does when they all fit, since a replay
         call's cost is its price). Raises, charging nothing, when they do not all fit."""
-        left = self._limit_u - self._spent_u - self._reserved_u
-        humans_short = self.human_limit is not None and n_humans > self.humans_left
-        if units > left or humans_short:
+        if not self.can_afford_many(units, n_humans):
+            short = self.human_limit is not None and n_humans > self.humans_left
             raise BudgetExceededError(
                 f"charging {from_units(units):.6g} for {n_calls} calls ({n_humans} human) "
-                f"would exceed the budget: left {from_units(left):.6g}"
-                + (f", human labels left {self.humans_left}" if humans_short else "")
+                f"would exceed the budget: left {from_units(self.remaining_units):.6g}"
+                + (f", human labels left {self.humans_left}" if short else "")
             )
         self._spent_u += units
         self.calls += n_calls

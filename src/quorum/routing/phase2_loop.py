@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from quorum.routing.budget import SpendingPlan, to_units
+from quorum.routing.budget import SpendingPlan
 from quorum.routing.fixed_answers import gc_paused
 from quorum.routing.run import QuorumRun
 
@@ -232,7 +232,7 @@ def _compiled_route(
     )  # fmt: skip
     reqs = [(item_ids[j], arm_col[j]) for j in took.tolist()]
     _record(run, reqs, t_took, a_took, ends, made)
-    got = [budget._limit_u - budget._spent_u - budget._reserved_u, budget.humans_left]
+    got = [budget.remaining_units, budget.humans_left]
     want = [int(end[0]), None if humans_left is None else int(end[1])]
     if got != want:
         raise RuntimeError(f"compiled phase 2 and the budget disagree: {want} vs {got}")
@@ -244,13 +244,8 @@ def _decide(
 ) -> tuple:
     """:func:`route_loop` on the run's prices, money, posterior means and parameters."""
     cfg, sp, budget = run.cfg, run.spend, run.budget
-    left = budget.humans_left
-    money = np.array(
-        [budget._limit_u - budget._spent_u - budget._reserved_u, left or 0, left is not None],
-        dtype=np.int64,
-    )
-    names = [*run.llm_names, run.human]
-    units = np.array([to_units(run.rec.price(a)) for a in names], dtype=np.int64)
+    money = np.array(budget.units_state(), dtype=np.int64)
+    units = run.compiled_answers().price_units
     conf = np.array(
         [budget.limit, plan.left, working, lam, cfg.human_quality, cfg.tau_h, cfg.epsilon0,
          cfg.gamma],

@@ -50,15 +50,7 @@ class LoopState:
         if len(every) != 1:
             raise ValueError("the compiled loops need one refresh_every for every posterior")
         self.seen = np.array(arms.agreed_seen, dtype=np.int64)
-        left = budget.humans_left
-        self.money = np.array(
-            [
-                budget._limit_u - budget._spent_u - budget._reserved_u,
-                0 if left is None else left,
-                0 if left is None else 1,
-            ],
-            dtype=np.int64,
-        )
+        self.money = np.array(budget.units_state(), dtype=np.int64)
         limit = budget.limit if budget._limit_u else 0.0
         c_min = run.spend.c_min
         self.cfg = np.array(

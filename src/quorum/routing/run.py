@@ -139,9 +139,7 @@ class QuorumRun:
             t_of = np.array([t for t, _ in reqs], dtype=np.int64)
             arm_of = np.array([col[a] for _, a in reqs], dtype=np.int64)
             units = int(fixed.price_units[arm_of].sum())
-            n_h = int((arm_of == self.K).sum())
-            left = self.budget.humans_left
-            if units <= self.budget.remaining_units and (left is None or n_h <= left):
+            if self.budget.can_afford_many(units, int((arm_of == self.K).sum())):
                 ids = [self.ids[t] for t in t_of.tolist()]
                 with gc_paused():
                     outs = fixed.outcomes(ids, t_of, arm_of, [a for _, a in reqs])
