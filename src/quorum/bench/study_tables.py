@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from quorum.bench.captions import error_note, n_seeds
 from quorum.bench.runner import BenchRun
@@ -29,15 +30,24 @@ from quorum.bench.tables import (
 )
 
 
-def features_tables(run: BenchRun) -> list[TableFile]:
-    sec = run.config.section("features")
+def _study(run: BenchRun, name: str) -> tuple[Any, list[dict[str, Any]], pd.DataFrame] | None:
+    """The config section ``name``, its rows and their frame with the quality column q
+    (accuracy, or ROUGE-1 for summaries); None when the section is off or has no rows."""
+    sec = run.config.section(name)
     if sec is None:
-        return []
-    rows_all = run.rows("features")
+        return None
+    rows_all = run.rows(name)
     df = frame(rows_all)
     if df.empty:
+        return None
+    return sec, rows_all, df.assign(q=metric_col(df))
+
+
+def features_tables(run: BenchRun) -> list[TableFile]:
+    study = _study(run, "features")
+    if study is None:
         return []
-    df = df.assign(q=metric_col(df))
+    sec, rows_all, df = study
     tables = []
     for setting in sec.settings:
         rows = []
@@ -72,14 +82,10 @@ def features_tables(run: BenchRun) -> list[TableFile]:
 
 
 def annotations_tables(run: BenchRun) -> list[TableFile]:
-    sec = run.config.section("annotations")
-    if sec is None:
+    study = _study(run, "annotations")
+    if study is None:
         return []
-    rows_all = run.rows("annotations")
-    df = frame(rows_all)
-    if df.empty:
-        return []
-    df = df.assign(q=metric_col(df))
+    sec, rows_all, df = study
     df["max_annotations"] = [
         json.loads(p).get("max_annotations", _default("max_annotations")) for p in df["params"]
     ]
@@ -126,14 +132,10 @@ PARAM_LABELS = {
 
 
 def sensitivity_tables(run: BenchRun) -> list[TableFile]:
-    sec = run.config.section("sensitivity")
-    if sec is None:
+    study = _study(run, "sensitivity")
+    if study is None:
         return []
-    rows_all = run.rows("sensitivity")
-    df = frame(rows_all)
-    if df.empty:
-        return []
-    df = df.assign(q=metric_col(df))
+    sec, rows_all, df = study
     defaults = {k: _default(k) for k in sec.grids}
     tables = []
     for name, values in sec.grids.items():
