@@ -4,6 +4,8 @@ draw order, the ladder's state in the ledger, and `quorum plan` for a target."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -88,12 +90,21 @@ def _result(low: float, est: float = 0.9) -> RoutingResult:
     return RoutingResult("quorum", "dollars", 0, None, None, 4.0, 0.0, 0, 0, info={"quality": q})
 
 
-def test_ladder_climbs_stops_and_is_kept_in_the_ledger(tmp_path, shared_data_dir) -> None:
+@contextmanager
+def _target_project(tmp_path, data_dir, target_quality: float) -> Iterator[tuple]:
+    """A live project with a quality target (limit 4.0) and its open ledger."""
     cfg = load_project(
-        write_project(tmp_path, _project(shared_data_dir, target_quality=0.8, limit=4.0))
+        write_project(tmp_path, _project(data_dir, target_quality=target_quality, limit=4.0))
     )
     led = Ledger(cfg.ledger_path)
     try:
+        yield cfg, led
+    finally:
+        led.close()
+
+
+def test_ladder_climbs_stops_and_is_kept_in_the_ledger(tmp_path, shared_data_dir) -> None:
+    with _target_project(tmp_path, shared_data_dir, 0.8) as (cfg, led):
         t = LiveTarget.of(cfg, led)
         assert t is not None and t.share == 0.25 and t.step == 0
         assert t.rule.look_confidence() == pytest.approx(1 - 2 * 0.1 / 4)
@@ -109,22 +120,14 @@ def test_ladder_climbs_stops_and_is_kept_in_the_ledger(tmp_path, shared_data_dir
         other = cfg.model_copy(deep=True)
         other.budget.target_quality = 0.85
         assert LiveTarget.of(other, led).step == 0
-    finally:
-        led.close()
 
 
 def test_not_reached_says_what_more_it_would_take(tmp_path, shared_data_dir) -> None:
-    cfg = load_project(
-        write_project(tmp_path, _project(shared_data_dir, target_quality=0.95, limit=4.0))
-    )
-    led = Ledger(cfg.ledger_path)
-    try:
+    with _target_project(tmp_path, shared_data_dir, 0.95) as (cfg, led):
         t = LiveTarget.of(cfg, led)
         for k, low in enumerate((0.60, 0.70, 0.75)):
             assert t.look(_result(low), spent=1.0 * (k + 1))
         assert not t.look(_result(0.80), spent=4.0)
-    finally:
-        led.close()
     assert t.state == "not_reached" and not t.row()["reached"]
     # the lower bound rose 0.05 for 1.0 over the last look: 0.15 more needs about 3.0
     assert t.more_money == pytest.approx(3.0)
