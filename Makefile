@@ -47,7 +47,7 @@ $(TEST_STAMP): requirements-test.lock $(STAMP)
 	$(BIN)/pip install -q --no-deps -r requirements-test.lock
 	touch $(TEST_STAMP)
 
-# about 90 s and 1 GB; `label-studio` is then found by quorum.live.labelstudio_server
+# about 90 s and 1 GB; `label-studio` is then found by quorum.live.labelstudio.server
 $(LS_STAMP):
 	test -x $(LS_VENV)/bin/python || $(PY) -m venv $(LS_VENV)
 	$(LS_VENV)/bin/pip install -q --upgrade pip

@@ -68,7 +68,7 @@ class ArraySource:
         return self.prices[annotator]
 
     def annotate(self, item_id: str, annotator: str):
-        from quorum.routing.base import Outcome
+        from quorum.routing.core.base import Outcome
 
         out = self.answers[annotator][self.index[item_id]]
         return Outcome(item_id, annotator, out, self.prices[annotator], "ok")
@@ -94,8 +94,8 @@ class ArraySource:
 def synthetic(n: int, setting: str, fraction: float, seed: int = 0):
     """(problem, source, budget) for ``n`` items; accuracies 0.55-0.95 depending on phi."""
     from quorum.data.schema import AnnotatorSpec, TaskSpec
-    from quorum.routing.base import RoutingProblem
-    from quorum.routing.budget import budget_for_setting
+    from quorum.routing.core.base import RoutingProblem
+    from quorum.routing.core.budget import budget_for_setting
 
     rng = np.random.default_rng(seed)
     phi = rng.random((n, N_FEATURES))
@@ -126,7 +126,7 @@ def worker(n: int, setting: str, fraction: float, spec: str = "") -> dict:
     """One cell; ``spec``: "" (the defaults) or "name=value" (a QuorumRouter parameter)."""
     import hashlib
 
-    from quorum.routing.quorum import QuorumRouter
+    from quorum.routing.quorum.router import QuorumRouter
 
     t0 = time.perf_counter()
     problem, source, budget = synthetic(n, setting, fraction)
@@ -174,7 +174,7 @@ def run_cell(
 # ---------------------------------------------------------------- floors
 def posterior_floor(decisions: int, dim: int, k: int = 3, backend: str = "numba") -> float:
     """Seconds per decision of the bare posterior: K pulls and one update."""
-    from quorum.routing.posterior import BayesianLinearPosterior
+    from quorum.routing.quorum.posterior import BayesianLinearPosterior
 
     rng = np.random.default_rng(1)
     X = rng.random((decisions, dim))

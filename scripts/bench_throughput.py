@@ -90,12 +90,12 @@ def bench_live(
     api_base: str, n: int, conc: int, sync: str, client: str = "auto", server=None
 ) -> tuple[float, float, float]:
     """(calls/s, client CPU s per call, server CPU s per call) of ``n`` calls."""
-    from quorum.live.calls import Redactor
-    from quorum.live.config import load_project
-    from quorum.live.items import item_views, load_items
-    from quorum.live.ledger import Ledger
-    from quorum.live.problem import build_arms, make_parser
-    from quorum.live.source import LiveSource
+    from quorum.live.ledger.store import Ledger
+    from quorum.live.machines.calls import Redactor
+    from quorum.live.project.config import load_project
+    from quorum.live.project.items import item_views, load_items
+    from quorum.live.run.problem import build_arms, make_parser
+    from quorum.live.run.source import LiveSource
 
     with tempfile.TemporaryDirectory() as tmp:
         cfg = load_project(write_project(Path(tmp), api_base, n + conc, conc, sync, client))

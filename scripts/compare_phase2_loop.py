@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_routing_scale import synthetic  # the scale benchmark's problem
 from route_hashes import _frame_digest, result_hash
 
-from quorum.routing import flow, phase2
-from quorum.routing.quorum import QuorumRouter
+from quorum.routing.quorum import flow, phase2
+from quorum.routing.quorum.router import QuorumRouter
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ Usage::
 
 Every run is routed twice, once with ``posterior_backend="numba"`` (the default) and once
 with ``"numpy"`` (the reference path; for ``quorum-paper``, which has no such parameter,
-:data:`quorum.routing.posterior.DEFAULT_BACKEND` is switched). Printed per run: the share
+:data:`quorum.routing.quorum.posterior.DEFAULT_BACKEND` is switched). Printed per run: the share
 of decisions (trace rows: item and arm, in order) that agree, whether the results
 (labels, annotations, cost) are identical, and the quality of each. At the end: the share
 of agreeing decisions over all runs, and per cell (dataset, method, setting, budget) the
@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from quorum.routing import posterior
+from quorum.routing.quorum import posterior
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from route_hashes import DATASETS, result_hash
@@ -109,7 +109,7 @@ def main() -> int:
     if args.synthetic:
         from bench_routing_scale import synthetic
 
-        from quorum.routing.quorum import QuorumRouter
+        from quorum.routing.quorum.router import QuorumRouter
 
         for n in (int(s) for s in args.synthetic.split(",")):
             for setting, frac in SYNTHETIC_CELLS:

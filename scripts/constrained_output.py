@@ -22,11 +22,11 @@ import time
 import pandas as pd
 
 from quorum.data.schema import TaskType
-from quorum.live.calls import Redactor
-from quorum.live.config_annotators import AnnotatorConfig
-from quorum.live.llm import LLMAnnotator
-from quorum.live.parsing import LabelParser
-from quorum.live.prompts import ItemView, PromptBuilder, PromptTemplate
+from quorum.live.machines.calls import Redactor
+from quorum.live.machines.llm import LLMAnnotator
+from quorum.live.machines.parsing import LabelParser
+from quorum.live.machines.prompts import ItemView, PromptBuilder, PromptTemplate
+from quorum.live.project.annotators import AnnotatorConfig
 
 LABELS = ["0", "1"]
 NAMES = {"0": "negative", "1": "positive"}

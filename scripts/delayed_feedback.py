@@ -25,8 +25,8 @@ from collections import OrderedDict
 
 from quorum.data.schema import GOLD_HUMAN
 from quorum.methods import make_router
-from quorum.routing.base import Outcome
-from quorum.routing.budget import Budget, from_units, to_units
+from quorum.routing.core.base import Outcome
+from quorum.routing.core.budget import Budget, from_units, to_units
 from quorum.simulate import make_problem, prepare, score, simulate_once
 
 DEFERRED = "deferred"

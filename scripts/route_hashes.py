@@ -26,7 +26,7 @@ import time
 import pandas as pd
 
 from quorum.errors import UnsupportedTaskError
-from quorum.routing.base import RoutingResult
+from quorum.routing.core.base import RoutingResult
 from quorum.simulate import prepare, simulate_once
 
 DATASETS = [

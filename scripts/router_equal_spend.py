@@ -64,7 +64,7 @@ def half_of(dataset: str) -> str:
 
 
 def run(args: argparse.Namespace) -> None:
-    from quorum.routing.budget import budget_for_setting
+    from quorum.routing.core.budget import budget_for_setting
     from quorum.simulate import prepare, simulate_once
 
     out = Path(args.out)

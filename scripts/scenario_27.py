@@ -31,9 +31,9 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from quorum.live.labelstudio_client import LabelStudioClient
-from quorum.live.labelstudio_page import shown
-from quorum.live.labelstudio_server import LabelStudioServer
+from quorum.live.labelstudio.client import LabelStudioClient
+from quorum.live.labelstudio.page import shown
+from quorum.live.labelstudio.server import LabelStudioServer
 
 NAMES = {"0": "negative", "1": "positive"}
 TOKEN_ENV = "QUORUM_SCENARIO_LS_TOKEN"
@@ -192,7 +192,7 @@ def main() -> None:
             people.append(p)
         env = dict(os.environ, PYTHONPATH=str(Path(args.repo) / "src"))
         env[TOKEN_ENV] = ls.admin.token
-        cmd = [sys.executable, "-m", "quorum.cli", "annotate", str(pfile), "--wait",
+        cmd = [sys.executable, "-m", "quorum.cli.main", "annotate", str(pfile), "--wait",
                str(args.wait)]  # fmt: skip
         t0 = time.monotonic()
         runs = []
@@ -212,7 +212,7 @@ def main() -> None:
         for p in people:
             p.stop.set()
         exp = out / "labels.jsonl"
-        subprocess.run([sys.executable, "-m", "quorum.cli", "export", str(pfile), "-f", "jsonl",
+        subprocess.run([sys.executable, "-m", "quorum.cli.main", "export", str(pfile), "-f", "jsonl",
                         "-o", str(exp)], env=env, check=False, capture_output=True)  # fmt: skip
         lab = pd.read_json(exp, lines=True, dtype={"item_id": str, "label": str})
         lab["label"] = lab["label"].where(lab["label"].notna() & (lab["label"] != "None"))

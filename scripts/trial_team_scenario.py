@@ -35,9 +35,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from quorum.live.labelstudio_client import LabelStudioClient  # noqa: E402
-from quorum.live.labelstudio_page import ITEM_KEY, shown  # noqa: E402
-from quorum.live.labelstudio_server import LabelStudioServer, free_port  # noqa: E402
+from quorum.live.labelstudio.client import LabelStudioClient  # noqa: E402
+from quorum.live.labelstudio.page import ITEM_KEY, shown  # noqa: E402
+from quorum.live.labelstudio.server import LabelStudioServer, free_port  # noqa: E402
 
 TOKEN_ENV = "QUORUM_TRIAL_LS_TOKEN"
 NAMES = {"0": "negative", "1": "positive"}
@@ -220,7 +220,7 @@ def main() -> None:
         # the annotators' accounts, made with the documented command
         accounts = out / "people.csv"
         made = subprocess.run(
-            [sys.executable, "-m", "quorum.cli", "labelstudio", "users", *PEOPLE, "--data-dir",
+            [sys.executable, "-m", "quorum.cli.main", "labelstudio", "users", *PEOPLE, "--data-dir",
              str(srv.data_dir), "--url", srv.url, "--out", str(accounts)],
             env=env(), capture_output=True, text=True, check=True,
         )  # fmt: skip
@@ -235,7 +235,7 @@ def main() -> None:
             start = time.time()
             with log.open("w") as fh:
                 p = subprocess.Popen(
-                    [sys.executable, "-m", "quorum.cli", "annotate", str(proj), "--wait",
+                    [sys.executable, "-m", "quorum.cli.main", "annotate", str(proj), "--wait",
                      str(wait)], env=e, stdout=fh, stderr=subprocess.STDOUT, cwd=str(ROOT),
                 )  # fmt: skip
                 try:
@@ -316,7 +316,7 @@ def main() -> None:
             "beyond_k_recorded_not_paid": int((slots["status"] == "extra").sum()),
             "max_paid_labels_per_task": max_paid,
         }
-        st = subprocess.run([sys.executable, "-m", "quorum.cli", "status", str(proj), "--json"],
+        st = subprocess.run([sys.executable, "-m", "quorum.cli.main", "status", str(proj), "--json"],
                             env=e, capture_output=True, text=True)  # fmt: skip
         status = json.loads(st.stdout) if st.returncode == 0 else {"error": st.stderr[-500:]}
         figures["status"] = {k: status.get(k) for k in ("line", "spent", "budget", "calls",

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 
 from quorum.data.schema import AnnotatorSpec, Dataset, TaskSpec, TaskType
-from quorum.routing.base import RoutingProblem
-from quorum.routing.budget import Budget
-from quorum.routing.replay import RecordedSource
+from quorum.routing.core.base import RoutingProblem
+from quorum.routing.core.budget import Budget
+from quorum.routing.core.replay import RecordedSource
 
 
 def make_dataset(

@@ -77,7 +77,7 @@ def smoke_dir(tmp_path_factory, shared_data_dir) -> Path:
     tests; they only read it or rewrite it with the same content."""
     from typer.testing import CliRunner
 
-    from quorum.cli import app
+    from quorum.cli.main import app
 
     out = tmp_path_factory.mktemp("bench") / "smoke"
     res = CliRunner().invoke(app, ["bench", "smoke", "--out", str(out), "--no-progress"])

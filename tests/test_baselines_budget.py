@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from baselines_fakes import auditor_budget, make_dataset, make_problem, source_of
 from quorum.methods import baseline_names, make_router
-from quorum.routing.budget import Budget
+from quorum.routing.core.budget import Budget
 
 METHODS = baseline_names()
 #: Budget keeps integer micro-units and rounds the float limit to the nearest one

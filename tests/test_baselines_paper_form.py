@@ -17,8 +17,8 @@ from quorum.baselines.cdi_rules import budget_probabilities
 from quorum.baselines.hypac import HyPACRouter, best_thresholds, tier_of
 from quorum.data.schema import GOLD_HUMAN
 from quorum.methods import baseline_names, make_router
-from quorum.routing.budget import Budget
-from quorum.routing.trace import SCORES
+from quorum.routing.core.budget import Budget
+from quorum.routing.core.trace import SCORES
 
 PRICES = {"cheap": 0.01, "mid": 0.03, "strong": 0.05}
 PAPER = ["coannotating", "cdi", "hypac"]
@@ -392,9 +392,9 @@ def route_hash(res) -> str:
 def test_ensemble_names_reproduce_the_earlier_routes(key):
     from quorum.data.schema import Dataset
     from quorum.errors import DatasetNotFoundError
-    from quorum.routing.base import RoutingProblem
-    from quorum.routing.budget import budget_for_setting
-    from quorum.routing.replay import RecordedSource
+    from quorum.routing.core.base import RoutingProblem
+    from quorum.routing.core.budget import budget_for_setting
+    from quorum.routing.core.replay import RecordedSource
 
     loaders = pytest.importorskip("quorum.data.loaders")
     name, method, setting, seed = key

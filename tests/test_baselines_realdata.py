@@ -13,9 +13,9 @@ from baselines_fakes import auditor_budget
 from quorum.data.schema import Dataset
 from quorum.errors import DatasetNotFoundError, UnsupportedTaskError
 from quorum.methods import baseline_names, make_router
-from quorum.routing.base import RoutingProblem
-from quorum.routing.budget import Budget
-from quorum.routing.replay import RecordedSource
+from quorum.routing.core.base import RoutingProblem
+from quorum.routing.core.budget import Budget
+from quorum.routing.core.replay import RecordedSource
 
 pytestmark = pytest.mark.realdata
 

@@ -19,7 +19,7 @@ from quorum.baselines.sant import SANTRouter
 from quorum.data.schema import GOLD_HUMAN
 from quorum.errors import UnsupportedTaskError
 from quorum.methods import get_router_class
-from quorum.routing.budget import Budget
+from quorum.routing.core.budget import Budget
 
 PRICES = {"cheap": 0.01, "mid": 0.03, "strong": 0.05}
 

@@ -14,8 +14,8 @@ from baselines_fakes import auditor_budget, make_dataset, make_problem, source_o
 from quorum.baselines._common import BaselineRouter, Routed, label_frame
 from quorum.errors import UnsupportedTaskError
 from quorum.methods import METHODS, get_router_class
-from quorum.routing.budget import Budget
-from quorum.routing.run_core import RunCore
+from quorum.routing.core.budget import Budget
+from quorum.routing.core.run_core import RunCore
 
 BASELINES = [m for m in METHODS if not get_router_class(m).is_quorum]
 PRICES = {"cheap": 0.01, "strong": 0.05}

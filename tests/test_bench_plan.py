@@ -115,10 +115,16 @@ def test_code_version_follows_each_router_imports() -> None:
     def rel(module: str) -> set[str]:
         return {p.as_posix().split("src/quorum/")[1] for p in import_closure(module)}
 
-    quorum_files = rel("quorum.routing.quorum")
+    quorum_files = rel("quorum.routing.quorum.router")
     # the rules moved out of quorum.py are part of QUORUM's code version
-    for f in ("routing/calibration.py", "routing/auditing.py", "routing/policy.py",
-              "routing/params.py", "features/context.py", "routing/budget.py"):  # fmt: skip
+    for f in (
+        "routing/quorum/calibration.py",
+        "routing/quorum/audit/auditing.py",
+        "routing/quorum/policy.py",
+        "routing/quorum/params.py",
+        "features/context.py",
+        "routing/core/budget.py",
+    ):
         assert f in quorum_files, f
     assert "baselines/cdi.py" not in quorum_files
     for name, target in METHODS.items():

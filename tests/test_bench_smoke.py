@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from quorum.bench.config import parse_config
 from quorum.bench.runner import run_bench
-from quorum.cli import app
+from quorum.cli.main import app
 
 pytestmark = pytest.mark.realdata
 
@@ -113,7 +113,7 @@ def test_equal_spend_table(smoke_dir) -> None:
     from quorum.bench.cache import JsonlStore
     from quorum.bench.tables import TableFile, fmt_num, method_name, rank_marks
     from quorum.bench.worker import group_key
-    from quorum.routing.budget import budget_for_setting
+    from quorum.routing.core.budget import budget_for_setting
 
     files = json.loads((smoke_dir / "tables" / "tables.json").read_text())
     assert files[0]["name"] == "equal_spend"  # the table a reader reads first

@@ -165,8 +165,8 @@ def test_progress_bar_sets_completed_on_a_terminal(monkeypatch):
 
 
 def test_live_progress_uses_the_shared_bar_and_logs_off_a_terminal(capsys):
-    from quorum.live.run_progress import Progress
-    from quorum.live.source import LiveStats
+    from quorum.live.machines.money_guard import LiveStats
+    from quorum.live.run.progress import Progress
 
     p = Progress(3, every=0.0)
     stats = LiveStats(3, 1.0, committed=0.25)

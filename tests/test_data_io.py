@@ -11,7 +11,7 @@ import pytest
 from pandas.testing import assert_frame_equal
 from typer.testing import CliRunner
 
-from quorum.cli import app
+from quorum.cli.main import app
 from quorum.data.io import load_folder, read_task
 from quorum.data.loaders import load_dataset
 from quorum.data.writer import save_folder

@@ -9,7 +9,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from quorum.cli import app
+from quorum.cli.main import app
 from quorum.data.io import load_folder
 from quorum.data.loaders import load_dataset
 from quorum.data.writer import save_folder

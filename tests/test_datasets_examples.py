@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from quorum.cli import app
+from quorum.cli.main import app
 from quorum.data.loaders import load_dataset
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "datasets"

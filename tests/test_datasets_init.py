@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from quorum.cli import app
+from quorum.cli.main import app
 from quorum.data.importer import init_folder
 from quorum.data.io import load_folder
 from quorum.errors import DataValidationError

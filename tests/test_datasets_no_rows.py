@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from quorum.cli import app
+from quorum.cli.main import app
 from quorum.data.io import load_folder
 from quorum.data.loaders import load_dataset
 from quorum.errors import DataValidationError

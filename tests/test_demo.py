@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from quorum.cli import app
+from quorum.cli.main import app
 
 
 def test_demo_prints_both_methods_and_says_who_spent_more(shared_data_dir):

@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 
 from quorum.data.schema import AnnotatorSpec, Dataset, TaskSpec
-from quorum.routing.base import RoutingProblem
-from quorum.routing.budget import Budget
-from quorum.routing.params import QuorumParams
-from quorum.routing.quorum import QuorumRouter
-from quorum.routing.replay import RecordedSource
+from quorum.routing.core.base import RoutingProblem
+from quorum.routing.core.budget import Budget
+from quorum.routing.core.replay import RecordedSource
+from quorum.routing.quorum.params import QuorumParams
+from quorum.routing.quorum.router import QuorumRouter
 
 PRICES = {"cheap": 0.01, "mid": 0.03, "dear": 0.05}
 C_H = 0.1
@@ -173,7 +173,7 @@ def test_check_is_skipped_where_the_sample_would_get_too_few_humans() -> None:
 def test_shared_neighbour_search_gives_the_same_label_model() -> None:
     # the router searches the k nearest human-labelled items once and hands them to the
     # kNN prior and to the error rate: the same numbers as each searching on its own
-    from quorum.routing.label_model import knn_error_rate, knn_label_probs, knn_neighbours
+    from quorum.routing.core.label_model import knn_error_rate, knn_label_probs, knn_neighbours
 
     rng = np.random.default_rng(0)
     space = rng.normal(size=(300, 16))

@@ -12,8 +12,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from quorum.cli.features import register
 from quorum.data.schema import Dataset, TaskSpec
-from quorum.features.cli import register
 from quorum.features.neighbours import knn_search
 from quorum.features.pipeline import (
     FeatureExtractor,

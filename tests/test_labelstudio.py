@@ -39,16 +39,16 @@ from live_servers.fixtures import (
 )
 from quorum.data.schema import TaskType
 from quorum.errors import ConfigError
-from quorum.live.config import load_project
-from quorum.live.export import export_frame
-from quorum.live.humans import HumanAnswer, HumanTask, match_label
-from quorum.live.labelstudio import LabelStudioHumanQueue
-from quorum.live.labelstudio_client import LabelStudioClient, LabelStudioError
-from quorum.live.labelstudio_page import ITEM_KEY, label_config, project_title, shown, unshown
-from quorum.live.labelstudio_server import LabelStudioServer, find_label_studio
-from quorum.live.prompts import ItemView
-from quorum.live.runner import annotate
-from quorum.live.status import status
+from quorum.live.humans.queue import HumanAnswer, HumanTask, match_label
+from quorum.live.labelstudio.client import LabelStudioClient, LabelStudioError
+from quorum.live.labelstudio.page import ITEM_KEY, label_config, project_title, shown, unshown
+from quorum.live.labelstudio.queue import LabelStudioHumanQueue
+from quorum.live.labelstudio.server import LabelStudioServer, find_label_studio
+from quorum.live.machines.prompts import ItemView
+from quorum.live.outputs.export import export_frame
+from quorum.live.outputs.status import status
+from quorum.live.project.config import load_project
+from quorum.live.run.runner import annotate
 
 pytestmark = pytest.mark.labelstudio
 
@@ -545,7 +545,7 @@ def test_annotate_end_to_end(
     for item_id, (_, label) in who.items():
         assert ex.loc[item_id, "label"] == label and ex.loc[item_id, "human"]
     out = tmp_path / "labels.jsonl"
-    from quorum.live.export_files import export
+    from quorum.live.outputs.files import export
 
     export(cfg, "jsonl", out)
     print(f"{len(tasks)} human task(s): 1 labelled in Chromium, the rest through the API")
@@ -569,7 +569,7 @@ def test_kill_and_resume_never_pushes_twice(server, tmp_path, shared_data_dir) -
         log = folder / "annotate.log"
         with log.open("w") as fh:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "quorum.cli", "annotate", str(proj), "--wait", "300"],
+                [sys.executable, "-m", "quorum.cli.main", "annotate", str(proj), "--wait", "300"],
                 env=e, cwd=str(ROOT), stdout=fh, stderr=subprocess.STDOUT,
             )  # fmt: skip
         try:

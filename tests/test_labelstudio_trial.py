@@ -36,14 +36,14 @@ from live_servers.fixtures import (
     write_project,
 )
 from quorum.data.schema import TaskType
-from quorum.live.config import load_project
-from quorum.live.export import export_frame
-from quorum.live.labelstudio import LabelStudioHumanQueue
-from quorum.live.labelstudio_client import LabelStudioClient
-from quorum.live.labelstudio_page import HIDDEN_COLUMNS, ITEM_KEY, TASK_LIST_TITLE, shown
-from quorum.live.labelstudio_server import LabelStudioServer, find_label_studio
-from quorum.live.runner import annotate
-from quorum.live.status import status
+from quorum.live.labelstudio.client import LabelStudioClient
+from quorum.live.labelstudio.page import HIDDEN_COLUMNS, ITEM_KEY, TASK_LIST_TITLE, shown
+from quorum.live.labelstudio.queue import LabelStudioHumanQueue
+from quorum.live.labelstudio.server import LabelStudioServer, find_label_studio
+from quorum.live.outputs.export import export_frame
+from quorum.live.outputs.status import status
+from quorum.live.project.config import load_project
+from quorum.live.run.runner import annotate
 
 pytestmark = [pytest.mark.labelstudio, pytest.mark.realdata]
 

@@ -2,7 +2,7 @@
 
 Read from the source (AST), not by importing: every ``import``/``from`` (at module level or
 inside a function) and every string naming a quorum module (the lazy tables of
-``quorum/__init__.py``, ``quorum.methods.METHODS``, ``quorum.cli``) is an edge.
+``quorum/__init__.py``, ``quorum.methods.METHODS``, ``quorum.cli.main``) is an edge.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ PKG = SRC / "quorum"
 LAYERS: list[tuple[str, set[str]]] = [
     ("ground", {"errors", "languages", "cache", "progress", "metrics", "engine", "pages"}),
     ("models", {"models"}),
+    ("tasks", {"tasks"}),
     ("data", {"data"}),
     ("features", {"features"}),
     ("routing", {"routing"}),
@@ -28,8 +29,16 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("replay runs", {"simulate"}),
     ("runs", {"live", "bench", "demo"}),
     # the faces: the library (quorum, quorum.api) and every command line (*.cli)
-    ("face", {"api", "__face__"}),
+    ("face", {"api", "cli", "__face__"}),
 ]
+
+#: inside a package, its sub-packages bottom to top (as each package's map lists them); a
+#: module of the package itself (not in a sub-package) may import any of them
+SUBLAYERS: dict[str, list[str]] = {
+    "quorum.routing": ["core", "quorum", "paper"],
+    "quorum.routing.quorum": ["audit", "compiled"],
+    "quorum.live": ["project", "ledger", "machines", "humans", "labelstudio", "run", "outputs"],
+}
 
 
 def _module_name(path: Path) -> str:
@@ -46,7 +55,7 @@ def _modules() -> dict[str, Path]:
 
 def _unit(module: str) -> str:
     parts = module.split(".")
-    if len(parts) == 1 or parts[-1] == "cli":
+    if len(parts) == 1:
         return "__face__"
     return parts[1]
 
@@ -112,7 +121,7 @@ def test_every_module_has_a_layer():
 
 def test_the_checker_sees_imports_of_every_kind():
     # a plain import, a function-level import and a lazy table entry are all edges
-    assert "quorum.routing.base" in _imports("quorum.baselines._common")
+    assert "quorum.routing.core.base" in _imports("quorum.baselines._common")
     assert "quorum.models.classifiers" in _imports("quorum.data.loaders.zeroshot")
     assert "quorum.baselines.sant" in _imports("quorum.methods")
     assert "quorum.api" in _imports("quorum")
@@ -207,3 +216,52 @@ def test_no_import_cycle_in_any_layer(layer):
 
 def test_no_import_cycle_in_the_package():
     assert _cycles(set(_modules())) == []
+
+
+def _sub(module: str, package: str) -> str | None:
+    """The sub-package of ``package`` that ``module`` lies in (None: not below one)."""
+    if not module.startswith(package + "."):
+        return None
+    rest = module[len(package) + 1 :].split(".")
+    return rest[0] if len(rest) > 1 or rest[0] in SUBLAYERS_NAMES.get(package, ()) else None
+
+
+SUBLAYERS_NAMES = {k: set(v) for k, v in SUBLAYERS.items()}
+
+
+@pytest.mark.parametrize("package", sorted(SUBLAYERS))
+def test_sub_packages_import_only_downwards(package):
+    order = SUBLAYERS[package]
+    folder = PKG.joinpath(*package.split(".")[1:])
+    on_disk = {p.parent.name for p in folder.glob("*/__init__.py")}
+    assert on_disk == set(order), f"{package}: sub-packages {on_disk} vs SUBLAYERS {order}"
+    bad = []
+    for a, b in _edges():
+        sa, sb = _sub(a, package), _sub(b, package)
+        if sa is None or sb is None or sa == sb:
+            continue
+        if order.index(sb) > order.index(sa):
+            bad.append(f"{a} ({sa}) -> {b} ({sb})")
+    assert bad == []
+
+
+@pytest.mark.parametrize("package", sorted(SUBLAYERS))
+def test_sub_packages_have_no_import_cycle(package):
+    for sub in SUBLAYERS[package]:
+        mods = {
+            m for m in _modules() if m == f"{package}.{sub}" or m.startswith(f"{package}.{sub}.")
+        }
+        assert _cycles(mods) == [], f"{package}.{sub}"
+
+
+def test_no_flat_folder_is_crowded_and_no_module_is_a_stub():
+    """About 20 modules a folder at most; no module under about 40 lines but a package map."""
+    for folder in [PKG, *(p.parent for p in PKG.rglob("__init__.py"))]:
+        n = len([p for p in folder.glob("*.py") if p.name != "__init__.py"])
+        assert n <= 21, f"{folder}: {n} modules"
+    short = [
+        str(p.relative_to(PKG))
+        for p in PKG.rglob("*.py")
+        if p.name != "__init__.py" and len(p.read_text(encoding="utf-8").splitlines()) < 38
+    ]
+    assert short == []

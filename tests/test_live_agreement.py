@@ -1,4 +1,4 @@
-"""Agreement figures of a live project (quorum.live.agreement) against values computed by
+"""Agreement figures of a live project (quorum.live.humans.agreement) against values computed by
 hand on a small case: three people (one contrary), four items, one model."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from quorum.live.agreement import agreement_summary, alpha, confusion, pair_agreement
-from quorum.live.human_book import HumanBook
-from quorum.live.ledger import Ledger
+from quorum.live.humans.agreement import agreement_summary, alpha, confusion, pair_agreement
+from quorum.live.humans.book import HumanBook
+from quorum.live.ledger.store import Ledger
 
 #: (item, person, label); i4 has one label (not pairable)
 PEOPLE = [

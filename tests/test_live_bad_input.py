@@ -21,8 +21,8 @@ from live_servers.fixtures import (
     write_project,
 )
 from quorum.errors import ConfigError
-from quorum.live.config import load_project
-from quorum.live.runner import annotate
+from quorum.live.project.config import load_project
+from quorum.live.run.runner import annotate
 
 KW = {"name": "kw", "kind": "model", "model": "live_servers.models:keyword_sentiment",
       "price": 0.001}  # fmt: skip

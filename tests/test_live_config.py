@@ -8,9 +8,9 @@ import pytest
 
 from live_servers.fixtures import SST2_TASK, sst2_items, write_project
 from quorum.errors import ConfigError
-from quorum.live.config import load_project
-from quorum.live.items import load_items
-from quorum.live.runner import make_method
+from quorum.live.project.config import load_project
+from quorum.live.project.items import load_items
+from quorum.live.run.runner import make_method
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "live"
 

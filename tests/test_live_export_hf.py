@@ -13,7 +13,7 @@ from huggingface_hub import DatasetCard
 
 from quorum.data.schema import TaskType
 from quorum.errors import ConfigError
-from quorum.live import export_hf
+from quorum.live.outputs import hf as export_hf
 
 
 def _frame(labels: list[str | None]) -> pd.DataFrame:

@@ -8,14 +8,14 @@ import pytest
 
 from live_servers.fixtures import SST2_TASK, FakeServer, free_port, sst2_items, write_project
 from quorum.errors import ConfigError
-from quorum.live.calls import Redactor
-from quorum.live.config import load_project
-from quorum.live.items import item_views, load_items
-from quorum.live.ledger import Ledger
-from quorum.live.llm import LLMAnnotator
-from quorum.live.openai_http import classify_status, direct_model
-from quorum.live.problem import build_arms, make_parser
-from quorum.live.source import LiveSource
+from quorum.live.ledger.store import Ledger
+from quorum.live.machines.calls import Redactor
+from quorum.live.machines.llm import LLMAnnotator
+from quorum.live.machines.openai_http import classify_status, direct_model
+from quorum.live.project.config import load_project
+from quorum.live.project.items import item_views, load_items
+from quorum.live.run.problem import build_arms, make_parser
+from quorum.live.run.source import LiveSource
 
 
 def _project(data_dir, api_base: str, client: str, n: int) -> dict:
@@ -141,7 +141,7 @@ def test_http11_chunked_close_reuse_and_timeout():
     """Mechanics of the minimal HTTP/1.1 client against a raw asyncio server."""
     import asyncio
 
-    from quorum.live.http11 import HTTP11Pool, HTTPError, _dechunk
+    from quorum.live.machines.http11 import HTTP11Pool, HTTPError, _dechunk
 
     assert _dechunk(b"4\r\nWiki\r\n5;x=1\r\npedia\r\n0\r\n\r\nNEXT") == (b"Wikipedia", b"NEXT")
     assert _dechunk(b"4\r\nWik") == (None, b"")

@@ -17,12 +17,12 @@ import pandas as pd
 import pytest
 
 from live_servers.fixtures import SST2_TASK, quorum, sst2_items, write_project
-from quorum.live.config import load_project
-from quorum.live.export import export_frame
-from quorum.live.export_files import export
-from quorum.live.humans import match_label
-from quorum.live.runner import annotate
-from quorum.live.status import status
+from quorum.live.humans.queue import match_label
+from quorum.live.outputs.export import export_frame
+from quorum.live.outputs.files import export
+from quorum.live.outputs.status import status
+from quorum.live.project.config import load_project
+from quorum.live.run.runner import annotate
 
 NAMES = {"0": "negative", "1": "positive"}
 LOCAL = [
@@ -441,7 +441,7 @@ def test_audit_check_with_a_team_answering_while_the_run_waits(
     run decides only when the answers are in. Its labels, human items and spend equal those
     of the same project whose human is the gold column answering on demand; every answer is
     paid once."""
-    import quorum.routing.quorum as qr
+    import quorum.routing.quorum.router as qr
 
     infos: list[dict] = []
     route = qr.QuorumRouter.route

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 
 from live_servers.fixtures import SST2_TASK, FakeServer, quorum, sst2_items, write_project
-from quorum.live.config import load_project
-from quorum.live.export import export_frame
-from quorum.live.runner import annotate
-from quorum.live.status import status
+from quorum.live.outputs.export import export_frame
+from quorum.live.outputs.status import status
+from quorum.live.project.config import load_project
+from quorum.live.run.runner import annotate
 from test_live_team import NAMES, _append, _gold
 
 pytestmark = [pytest.mark.realdata]
@@ -136,8 +136,8 @@ def test_progress_never_goes_backwards_across_passes(capsys) -> None:
     last pass's labelled count, with the provisional ones and the people's pending tasks."""
     from types import SimpleNamespace
 
-    from quorum.live.run_progress import Progress
-    from quorum.live.source import LiveStats
+    from quorum.live.machines.money_guard import LiveStats
+    from quorum.live.run.progress import Progress
 
     p = Progress(10, quiet=False, every=0.0)
     p._bar = None  # no terminal: the log line

@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 
 from quorum.data.schema import TaskType
-from quorum.live.calls import Redactor
-from quorum.live.config_annotators import AnnotatorConfig
-from quorum.live.llm import LLMAnnotator
-from quorum.live.output import OutputConstraint
-from quorum.live.parsing import LabelParser
-from quorum.live.prompts import ItemView, PromptBuilder, PromptTemplate
+from quorum.live.machines.calls import Redactor
+from quorum.live.machines.llm import LLMAnnotator
+from quorum.live.machines.output import OutputConstraint
+from quorum.live.machines.parsing import LabelParser
+from quorum.live.machines.prompts import ItemView, PromptBuilder, PromptTemplate
+from quorum.live.project.annotators import AnnotatorConfig
 from test_live_e2e import smollm2  # noqa: F401 - the real llama.cpp server fixture
 
 LABELS, NAMES = ["0", "1"], {"0": "negative", "1": "positive"}
@@ -118,10 +118,11 @@ def test_one_http_try_for_both_engines_without_an_import_cycle() -> None:
     import sys
 
     code = (
-        "import sys, quorum.live.ray_calls as r, quorum.live.chat_try as c;"
-        "assert 'quorum.live.llm' not in sys.modules;"
-        "import quorum.live.llm as l;"
-        "assert 'quorum.live.ray_calls' in sys.modules and l.ChatTry is c.ChatTry is r.ChatTry"
+        "import sys, quorum.live.machines.ray_calls as r, quorum.live.machines.chat_try as c;"
+        "assert 'quorum.live.machines.llm' not in sys.modules;"
+        "import quorum.live.machines.llm as l;"
+        "assert 'quorum.live.machines.ray_calls' in sys.modules;"
+        "assert l.ChatTry is c.ChatTry is r.ChatTry"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr

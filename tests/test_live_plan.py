@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from live_servers.fixtures import SST2_TASK, sst2_items, write_project
-from quorum.cli import app
-from quorum.live.config import load_project
-from quorum.live.plan import plan
+from quorum.cli.main import app
+from quorum.live.project.config import load_project
+from quorum.live.run.plan import plan
 
 pytestmark = pytest.mark.realdata
 

@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from live_servers.fixtures import write_project
-from quorum.cli import app
-from quorum.live.config import load_project
-from quorum.live.export import export_frame
-from quorum.live.runner import annotate
-from quorum.live.status import status
+from quorum.cli.main import app
+from quorum.live.outputs.export import export_frame
+from quorum.live.outputs.status import status
+from quorum.live.project.config import load_project
+from quorum.live.run.runner import annotate
 from test_live_team import Team, _gold, _project, _sql
 
 pytestmark = pytest.mark.realdata

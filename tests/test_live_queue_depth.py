@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from live_servers.fixtures import write_project
-from quorum.live.config import load_project
-from quorum.live.export import export_frame
-from quorum.live.runner import annotate
+from quorum.live.outputs.export import export_frame
+from quorum.live.project.config import load_project
+from quorum.live.run.runner import annotate
 from test_live_team import NAMES, _append, _gold, _project
 
 pytestmark = [pytest.mark.realdata]

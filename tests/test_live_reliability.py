@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from quorum.live.config_humans import parse_duration
-from quorum.live.reliability import Reliability, estimate
+from quorum.live.humans.reliability import Reliability, estimate
+from quorum.live.project.humans import parse_duration
 
 
 def _team_frame(n: int = 30, seed: int = 0) -> tuple[pd.DataFrame, dict[str, str]]:

@@ -25,10 +25,10 @@ from live_servers.fixtures import (
     sst2_items,
     write_project,
 )
-from quorum.live.config import load_project
-from quorum.live.provenance import SOURCES
-from quorum.live.report import render_page, report_data
-from quorum.live.runner import annotate
+from quorum.live.outputs.provenance import SOURCES
+from quorum.live.outputs.report import render_page, report_data
+from quorum.live.project.config import load_project
+from quorum.live.run.runner import annotate
 from test_live_team import Team, _gold
 from test_report_browser import WIDTH, browser, js  # noqa: F401  (headless Chromium)
 
@@ -127,7 +127,7 @@ def _f3(x) -> str:
 
 
 def test_every_section_renders(page) -> None:
-    from quorum.live.report_sections import SECTIONS
+    from quorum.live.outputs.sections import SECTIONS
 
     h2 = js(page, "return [...document.querySelectorAll('section h2')].map(e => e.innerText)")
     assert h2 == [t for _k, t in SECTIONS]
@@ -175,7 +175,7 @@ def test_sources_match_the_export(page, project, tmp_path) -> None:
     assert quorum("export", str(path), "-f", "csv", "-o", str(csv)).returncode == 0
     df = pd.read_csv(csv, dtype=str)
     by = df["labelled_by"].map(json.loads)
-    # counted here from labelled_by, independently of quorum.live.provenance
+    # counted here from labelled_by, independently of quorum.live.outputs.provenance
     want = {s: 0 for s in SOURCES}
     for b in by:
         if any(x.startswith("team") for x in b):

@@ -10,12 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 from live_servers.fixtures import SST2_TASK, sst2_items, write_project
-from quorum.cli import app
-from quorum.live.config import load_project
-from quorum.live.ledger import Ledger
-from quorum.live.report import write_report
-from quorum.live.runner import annotate
-from quorum.live.status import status
+from quorum.cli.main import app
+from quorum.live.ledger.store import Ledger
+from quorum.live.outputs.report import write_report
+from quorum.live.outputs.status import status
+from quorum.live.project.config import load_project
+from quorum.live.run.runner import annotate
 
 pytestmark = pytest.mark.realdata
 

@@ -95,7 +95,7 @@ def test_kill_and_resume(tmp_path, shared_data_dir) -> None:
 def test_kill_and_resume_quorum_router(tmp_path, shared_data_dir) -> None:
     """The same guarantee with the real QUORUM router (fewer kills, to keep tests short)."""
     try:
-        from quorum.routing.quorum import QuorumRouter  # noqa: F401
+        from quorum.routing.quorum.router import QuorumRouter  # noqa: F401
     except ImportError as exc:
         pytest.skip(f"QuorumRouter not available: {exc}")
     _kill_and_resume(tmp_path, shared_data_dir, "quorum", 2)
@@ -115,7 +115,7 @@ def _kill_and_resume(tmp_path: Path, shared_data_dir: Path, method: str, n_kills
         for _ in range(n_kills):
             seen = len(sb.requests())
             proc = subprocess.Popen(
-                [sys.executable, "-m", "quorum.cli", "annotate", str(proj_b), "--quiet"],
+                [sys.executable, "-m", "quorum.cli.main", "annotate", str(proj_b), "--quiet"],
                 env=env(), cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
             end = time.monotonic() + 90
@@ -187,7 +187,7 @@ def test_kill_cuts_off_at_most_concurrency_calls(tmp_path, shared_data_dir) -> N
         for _ in range(kills):
             seen = len(srv.requests())
             proc = subprocess.Popen(
-                [sys.executable, "-m", "quorum.cli", "annotate", str(proj), "--quiet"],
+                [sys.executable, "-m", "quorum.cli.main", "annotate", str(proj), "--quiet"],
                 env=env(), cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
             end = time.monotonic() + 90

@@ -9,15 +9,15 @@ import pytest
 
 from live_servers.fixtures import SST2_TASK, FakeServer, sst2_items, write_project
 from quorum.errors import ConfigError
-from quorum.live.calls import Redactor
-from quorum.live.config import load_project
-from quorum.live.export import export_frame
-from quorum.live.items import item_views, load_items
-from quorum.live.ledger import Ledger
-from quorum.live.problem import build_arms, make_parser
-from quorum.live.runner import annotate
-from quorum.live.source import LiveSource
-from quorum.live.status import status
+from quorum.live.ledger.store import Ledger
+from quorum.live.machines.calls import Redactor
+from quorum.live.outputs.export import export_frame
+from quorum.live.outputs.status import status
+from quorum.live.project.config import load_project
+from quorum.live.project.items import item_views, load_items
+from quorum.live.run.problem import build_arms, make_parser
+from quorum.live.run.runner import annotate
+from quorum.live.run.source import LiveSource
 
 ROUTER = "live_servers.routers:CascadeRouter"
 

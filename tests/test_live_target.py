@@ -12,14 +12,14 @@ import pytest
 from typer.testing import CliRunner
 
 from live_servers.fixtures import SST2_TASK, sst2_items, write_project
-from quorum.cli import app
+from quorum.cli.main import app
 from quorum.errors import ConfigError
-from quorum.live.config import load_project
-from quorum.live.ledger import Ledger
-from quorum.live.plan_target import plan_target
-from quorum.live.target import LiveChecks, LiveTarget
+from quorum.live.ledger.store import Ledger
+from quorum.live.project.config import load_project
+from quorum.live.run.plan_target import plan_target
+from quorum.live.run.target import LiveChecks, LiveTarget
 from quorum.quality.estimators import QualityEstimate
-from quorum.routing.base import RoutingResult
+from quorum.routing.core.base import RoutingResult
 
 pytestmark = pytest.mark.realdata
 
@@ -176,8 +176,8 @@ def _gold_project(data_dir, limit: float, target: float | None, gold: bool = Tru
 
 
 def test_target_stops_early_and_a_rerun_spends_nothing(tmp_path, shared_data_dir) -> None:
-    from quorum.live.runner import annotate
-    from quorum.live.status import status
+    from quorum.live.outputs.status import status
+    from quorum.live.run.runner import annotate
 
     cfg = load_project(write_project(tmp_path, _gold_project(shared_data_dir, 4.0, 0.7)))
     s = annotate(cfg, quiet=True)
@@ -195,7 +195,7 @@ def test_target_stops_early_and_a_rerun_spends_nothing(tmp_path, shared_data_dir
 
 
 def test_checks_off_and_a_target_without_people(tmp_path, shared_data_dir) -> None:
-    from quorum.live.runner import annotate
+    from quorum.live.run.runner import annotate
 
     data = _gold_project(shared_data_dir, 4.0, None)
     data["budget"]["quality_checks"] = 0

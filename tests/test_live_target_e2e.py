@@ -37,7 +37,7 @@ from live_servers.fixtures import (
     sst2_items,
     write_project,
 )
-from quorum.live.config import load_project
+from quorum.live.project.config import load_project
 from test_live_team import Team, _gold
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
@@ -103,7 +103,7 @@ def _kill_after_first_look(path: Path, cfg) -> dict:
     """`quorum annotate --wait` in a subprocess, killed (SIGKILL) once its first look is in
     the ledger (the ladder then climbs); returns the state it left."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "quorum.cli", "annotate", str(path), "--wait", "300", "-q"],
+        [sys.executable, "-m", "quorum.cli.main", "annotate", str(path), "--wait", "300", "-q"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env(), cwd=str(ROOT),
     )  # fmt: skip
     try:

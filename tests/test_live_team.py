@@ -16,10 +16,10 @@ import pytest
 
 from live_servers.fixtures import SST2_TASK, sst2_items, write_project
 from live_servers.routers import CascadeWithQuality
-from quorum.live.config import load_project
-from quorum.live.export import export_frame
-from quorum.live.runner import annotate
-from quorum.live.status import status
+from quorum.live.outputs.export import export_frame
+from quorum.live.outputs.status import status
+from quorum.live.project.config import load_project
+from quorum.live.run.runner import annotate
 
 NAMES = {"0": "negative", "1": "positive"}
 PRICE = Decimal("0.05")
@@ -256,7 +256,7 @@ def test_partial_labels_at_timeout_close_the_task(tmp_path, shared_data_dir) -> 
 
 def test_tasks_of_an_older_ledger_become_one_slot_each(tmp_path, shared_data_dir) -> None:
     """A ledger written before label slots existed: each task is one slot, its own call."""
-    from quorum.live.ledger import Ledger
+    from quorum.live.ledger.store import Ledger
 
     gold = _gold(shared_data_dir)
     cfg = load_project(write_project(tmp_path, _project(shared_data_dir, 4)))

@@ -24,16 +24,16 @@ import yaml
 from typer.testing import CliRunner
 
 from live_servers.fixtures import SST2_TASK, FakeServer, env, sst2_items, write_project
-from quorum.cli import app
+from quorum.cli.main import app
 from quorum.data.schema import TaskType
 from quorum.errors import ConfigError
-from quorum.live.config import load_project
-from quorum.live.export import export_frame
-from quorum.live.labelstudio import LabelStudioHumanQueue
-from quorum.live.labelstudio_client import LabelStudioClient
-from quorum.live.prompts import ItemView, PromptBuilder, PromptTemplate
-from quorum.live.runner import annotate
-from quorum.live.status import status
+from quorum.live.labelstudio.client import LabelStudioClient
+from quorum.live.labelstudio.queue import LabelStudioHumanQueue
+from quorum.live.machines.prompts import ItemView, PromptBuilder, PromptTemplate
+from quorum.live.outputs.export import export_frame
+from quorum.live.outputs.status import status
+from quorum.live.project.config import load_project
+from quorum.live.run.runner import annotate
 
 NAMES = {"0": "negative", "1": "positive"}
 KW = {"name": "kw", "kind": "model", "model": "live_servers.models:keyword_sentiment"}
@@ -209,7 +209,7 @@ def test_status_and_export_in_a_read_only_folder(open_tmp, shared_data_dir) -> N
     for p in [folder, *folder.rglob("*")]:
         p.chmod(0o555 if p.is_dir() else 0o444)
     os.chmod(tmp_path, 0o755)
-    cmd = [sys.executable, "-m", "quorum.cli"]
+    cmd = [sys.executable, "-m", "quorum.cli.main"]
     if os.geteuid() == 0:  # root writes anywhere: run as nobody
         if shutil.which("setpriv") is None:
             pytest.skip("running as root without setpriv")

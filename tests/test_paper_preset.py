@@ -15,9 +15,9 @@ import pytest
 from baselines_fakes import auditor_budget, make_dataset, make_problem, source_of
 from quorum.features.linguistic import LINGUISTIC_FEATURES
 from quorum.methods import make_router
-from quorum.routing.budget import Budget
-from quorum.routing.paper import AuthorsAccountingPaperQuorumRouter, PaperQuorumRouter
-from quorum.routing.paper_rules import (
+from quorum.routing.core.budget import Budget
+from quorum.routing.paper.router import AuthorsAccountingPaperQuorumRouter, PaperQuorumRouter
+from quorum.routing.paper.rules import (
     auditor_calibration_size,
     paper_base_features,
     paper_calibration_size,
@@ -26,7 +26,7 @@ from quorum.routing.paper_rules import (
     per_step_arms,
     refinement_order,
 )
-from quorum.routing.paper_run import PaperRun
+from quorum.routing.paper.run import PaperRun
 
 PRICES = {"cheap": 0.01, "mid": 0.03, "dear": 0.05}
 
@@ -413,7 +413,7 @@ def test_flute_at_30_percent_stays_within_budget(shared_data_dir, setting):
 def test_cli_flags_the_authors_accounting(shared_data_dir):
     from typer.testing import CliRunner
 
-    from quorum.cli import app
+    from quorum.cli.main import app
 
     args = ["simulate", "-d", "llms-for-css/flute", "--budget", "0.3", "--method"]
     res = CliRunner().invoke(app, [*args, "quorum-paper-authors-accounting"])

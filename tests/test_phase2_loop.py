@@ -1,4 +1,5 @@
-"""Phase 2 compiled (quorum.routing.phase2_loop) against the Python loop, the reference."""
+"""Phase 2 compiled (quorum.routing.quorum.compiled.phase2_loop) against the Python loop, the
+reference."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from quorum.routing import phase2_loop
-from quorum.routing.asked import AskedContexts
-from quorum.routing.budget import Budget
-from quorum.routing.quorum import QuorumRouter
-from quorum.routing.recorder import CallRecorder
+from quorum.routing.core.budget import Budget
+from quorum.routing.core.recorder import CallRecorder
+from quorum.routing.quorum.asked import AskedContexts
+from quorum.routing.quorum.compiled import phase2_loop
+from quorum.routing.quorum.router import QuorumRouter
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from bench_routing_scale import ArraySource, synthetic

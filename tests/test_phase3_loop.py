@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 
 from quorum.errors import BudgetExceededError
-from quorum.routing.base import Outcome
-from quorum.routing.budget import Budget
-from quorum.routing.fixed_answers import NO_OUTPUT, answer_codes
-from quorum.routing.quorum import QuorumRouter
-from quorum.routing.recorder import CallRecorder
+from quorum.routing.core.base import Outcome
+from quorum.routing.core.budget import Budget
+from quorum.routing.core.recorder import CallRecorder
+from quorum.routing.quorum.compiled.fixed_answers import NO_OUTPUT, answer_codes
+from quorum.routing.quorum.router import QuorumRouter
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
@@ -121,14 +121,14 @@ def test_unusable_answers_are_paid_and_kept_the_same_way():
 def test_sources_without_fixed_answers_take_the_python_loop(monkeypatch):
     """A live source (no ``fixed_outputs``) and ``loop_backend="python"`` never reach the
     compiled steps; the replay source does."""
-    from quorum.routing import phase3_loop
+    from quorum.routing.quorum.compiled import phase3_loop
 
     calls = []
     real = phase3_loop.compiled_refine
     monkeypatch.setattr(
         phase3_loop, "compiled_refine", lambda *a, **k: calls.append(1) or real(*a, **k)
     )
-    monkeypatch.setattr("quorum.routing.phase3.compiled_refine", phase3_loop.compiled_refine)
+    monkeypatch.setattr("quorum.routing.quorum.phase3.compiled_refine", phase3_loop.compiled_refine)
     live, _ = _route(1500, 0.7, "numba", wrap=LiveLike)
     assert calls == []
     _route(1500, 0.7, "python")

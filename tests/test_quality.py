@@ -23,7 +23,7 @@ from quorum.quality.estimators import (
     ppi_estimate,
 )
 from quorum.quality.target import TargetQuality
-from quorum.routing.replay import RecordedSource
+from quorum.routing.core.replay import RecordedSource
 
 
 # --------------------------------------------------------------------- estimators
@@ -196,7 +196,7 @@ def test_bad_targets_are_refused(kwargs):
 
 # -------------------------------------------------------------------------- CLI
 def test_simulate_flags(shared_data_dir):
-    from quorum.cli import app
+    from quorum.cli.main import app
 
     base = ["simulate", "-d", "llms-for-css/flute", "--setting", "auditor", "--budget", "0.5"]
     res = CliRunner().invoke(app, [*base, "--json", "--quality", "--confidence", "0.9"])

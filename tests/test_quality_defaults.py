@@ -89,7 +89,7 @@ def test_library_replay_default_and_off():
 
 # -------------------------------------------------------------------------- CLI
 def test_simulate_no_quality_flag(shared_data_dir):
-    from quorum.cli import app
+    from quorum.cli.main import app
 
     base = ["simulate", "-d", "llms-for-css/flute", "--setting", "auditor", "--budget", "0.3"]
 

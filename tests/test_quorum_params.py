@@ -6,8 +6,8 @@ import inspect
 
 import pytest
 
-from quorum.routing.params import QuorumParams
-from quorum.routing.quorum import QuorumRouter
+from quorum.routing.quorum.params import QuorumParams
+from quorum.routing.quorum.router import QuorumRouter
 
 
 def test_router_defaults_equal_params_defaults() -> None:

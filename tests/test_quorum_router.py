@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quorum.data.schema import AnnotatorSpec, Dataset, TaskSpec
-from quorum.routing.base import RoutingProblem
-from quorum.routing.budget import Budget
-from quorum.routing.quorum import QuorumRouter, mahalanobis_uncertainty
-from quorum.routing.replay import RecordedSource
+from quorum.routing.core.base import RoutingProblem
+from quorum.routing.core.budget import Budget
+from quorum.routing.core.replay import RecordedSource
+from quorum.routing.quorum.router import QuorumRouter, mahalanobis_uncertainty
 
 
 def make_dataset(n=60, seed=0, acc=(0.6, 0.8, 0.9), prices=(0.01, 0.03, 0.05), labels="AB"):

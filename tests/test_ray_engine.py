@@ -69,12 +69,12 @@ def test_light_linguistic_on_ray_matches_local(ray_local, shared_data_dir):
 
 
 def _live(tmp_path, data_dir, api_base: str, engine: str, client: str) -> tuple[list, list]:
-    from quorum.live.calls import Redactor
-    from quorum.live.config import load_project
-    from quorum.live.items import item_views, load_items
-    from quorum.live.ledger import Ledger
-    from quorum.live.problem import build_arms, make_parser
-    from quorum.live.source import LiveSource
+    from quorum.live.ledger.store import Ledger
+    from quorum.live.machines.calls import Redactor
+    from quorum.live.project.config import load_project
+    from quorum.live.project.items import item_views, load_items
+    from quorum.live.run.problem import build_arms, make_parser
+    from quorum.live.run.source import LiveSource
 
     folder = tmp_path / f"{engine}-{client}"
     folder.mkdir()

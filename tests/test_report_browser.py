@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from quorum.cli import app
+from quorum.cli.main import app
 
 pytestmark = pytest.mark.realdata
 

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quorum.errors import BudgetExceededError
-from quorum.routing.aggregation import CentroidSummary, WeightedMajorityVote, disagreement
-from quorum.routing.budget import Budget
-from quorum.routing.policy import EpsilonGreedyPolicy
-from quorum.routing.posterior import BayesianLinearPosterior
+from quorum.routing.core.aggregation import CentroidSummary, WeightedMajorityVote, disagreement
+from quorum.routing.core.budget import Budget
+from quorum.routing.quorum.policy import EpsilonGreedyPolicy
+from quorum.routing.quorum.posterior import BayesianLinearPosterior
 
 
 def closed_form(X, r, mu0, var0, s2):
@@ -224,7 +224,7 @@ def test_weighted_agreement_is_the_votes_agreement_without_the_tie_break():
 def test_to_units_memo_gives_the_rounded_units():
     """budget.to_units is memoised: repeated and numpy amounts, and after the memo is
     cleared at its size limit, it still gives round(x * 1e9)."""
-    from quorum.routing import budget as budget_mod
+    from quorum.routing.core import budget as budget_mod
 
     rng = np.random.default_rng(0)
     values = np.concatenate([rng.random(70_000) * 3, [0.0, -0.0, 1e-9, 0.1, 0.1 + 0.2]])

@@ -6,16 +6,16 @@ import numpy as np
 import pandas as pd
 
 from quorum.data.schema import AnnotatorSpec, Dataset, TaskSpec
-from quorum.routing.auditing import audit_human_count
-from quorum.routing.budget import Budget, first_answer_reserve
-from quorum.routing.calibration import agreement_reward
-from quorum.routing.params import QuorumParams
-from quorum.routing.phase3 import ValueRule, refine
-from quorum.routing.policy import decayed_epsilon, value_choice
-from quorum.routing.posterior import BayesianLinearPosterior
-from quorum.routing.quorum import QuorumRouter
-from quorum.routing.replay import RecordedSource
-from quorum.routing.run import QuorumRun
+from quorum.routing.core.budget import Budget, first_answer_reserve
+from quorum.routing.core.replay import RecordedSource
+from quorum.routing.quorum.audit.auditing import audit_human_count
+from quorum.routing.quorum.calibration import agreement_reward
+from quorum.routing.quorum.params import QuorumParams
+from quorum.routing.quorum.phase3 import ValueRule, refine
+from quorum.routing.quorum.policy import decayed_epsilon, value_choice
+from quorum.routing.quorum.posterior import BayesianLinearPosterior
+from quorum.routing.quorum.router import QuorumRouter
+from quorum.routing.quorum.run import QuorumRun
 from test_quorum_router import make_dataset, problem_for, run
 
 

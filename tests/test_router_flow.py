@@ -5,18 +5,18 @@ from __future__ import annotations
 import pytest
 
 from quorum.errors import ConfigError
-from quorum.live.runner import make_method
+from quorum.live.run.runner import make_method
 from quorum.methods import METHODS, get_router_class, make_router, method_trait
-from quorum.routing import flow
-from quorum.routing.audit_plans import Check, HumansInstead, HumansOnly, LlmFirst, audit_plan
-from quorum.routing.budget import Budget
-from quorum.routing.final_labels import result
-from quorum.routing.params import QuorumParams
-from quorum.routing.phase2 import LagrangianRule, PaperRule, route_rule
-from quorum.routing.phase3 import PaperExtraRule, ValueRule, extra_arm_rule
-from quorum.routing.replay import RecordedSource
-from quorum.routing.report import RunReport
-from quorum.routing.run import QuorumRun
+from quorum.routing.core.budget import Budget
+from quorum.routing.core.replay import RecordedSource
+from quorum.routing.quorum import flow
+from quorum.routing.quorum.audit.plans import Check, HumansInstead, HumansOnly, LlmFirst, audit_plan
+from quorum.routing.quorum.final_labels import result
+from quorum.routing.quorum.params import QuorumParams
+from quorum.routing.quorum.phase2 import LagrangianRule, PaperRule, route_rule
+from quorum.routing.quorum.phase3 import PaperExtraRule, ValueRule, extra_arm_rule
+from quorum.routing.quorum.report import RunReport
+from quorum.routing.quorum.run import QuorumRun
 from test_quorum_router import make_dataset, problem_for
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from quorum.routing import kernels
-from quorum.routing.arms import ArmModels
-from quorum.routing.params import QuorumParams
-from quorum.routing.posterior import BayesianLinearPosterior, quadratic_form
-from quorum.routing.quorum import QuorumRouter
+from quorum.routing.quorum.arms import ArmModels
+from quorum.routing.quorum.compiled import kernels
+from quorum.routing.quorum.params import QuorumParams
+from quorum.routing.quorum.posterior import BayesianLinearPosterior, quadratic_form
+from quorum.routing.quorum.router import QuorumRouter
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quorum.routing.asked import AskedContexts
-from quorum.routing.base import Outcome
-from quorum.routing.recorder import CallLog
-from quorum.routing.refinement import PriorityQueue
-from quorum.routing.trace import DecisionTrace
+from quorum.routing.core.base import Outcome
+from quorum.routing.core.recorder import CallLog
+from quorum.routing.core.trace import DecisionTrace
+from quorum.routing.quorum.asked import AskedContexts
+from quorum.routing.quorum.refinement import PriorityQueue
 
 
 @settings(max_examples=60, deadline=None)
@@ -224,8 +224,8 @@ def test_call_log_frame_and_rows_equal_list_of_dicts():
 def test_recorder_usable_outputs_follow_by_item():
     """outputs() equals the old comprehension over by_item, also when a call is repeated."""
     from quorum.data.schema import AnnotatorSpec, TaskSpec
-    from quorum.routing.budget import Budget
-    from quorum.routing.recorder import CallRecorder
+    from quorum.routing.core.budget import Budget
+    from quorum.routing.core.recorder import CallRecorder
 
     answers = {("i1", "a"): Outcome("i1", "a", None, 0.01, "pending")}
 
@@ -258,7 +258,7 @@ def test_recorder_usable_outputs_follow_by_item():
 
 @pytest.mark.parametrize("cosine", [True, False])
 def test_error_order_in_blocks_orders_as_at_once(monkeypatch, cosine):
-    from quorum.routing import auditing
+    from quorum.routing.quorum.audit import auditing
 
     rng = np.random.default_rng(3)
     space = rng.normal(size=(300, 6))
@@ -274,7 +274,7 @@ def test_error_order_in_blocks_orders_as_at_once(monkeypatch, cosine):
 
 
 def test_error_order_samples_calibration_items_above_max_pairs():
-    from quorum.routing.auditing import error_order
+    from quorum.routing.quorum.audit.auditing import error_order
 
     rng = np.random.default_rng(4)
     space = rng.random((500, 4))
@@ -292,7 +292,7 @@ def test_error_order_samples_calibration_items_above_max_pairs():
 @pytest.mark.parametrize("n", [1, 63, 64, 65, 500, 4097, 9000])
 @pytest.mark.parametrize("d", [5, 17, 22])
 def test_quadratic_form_is_einsum_bit_for_bit(n, d):
-    from quorum.routing.posterior import quadratic_form
+    from quorum.routing.quorum.posterior import quadratic_form
 
     rng = np.random.default_rng(n * 100 + d)
     X = rng.normal(size=(n, d)) * rng.random(d)
@@ -304,7 +304,7 @@ def test_quadratic_form_is_einsum_bit_for_bit(n, d):
 
 def test_posterior_update_unchanged_by_outer_spelling():
     """update() spells np.outer as a broadcast product: same statistics, bit for bit."""
-    from quorum.routing.posterior import BayesianLinearPosterior
+    from quorum.routing.quorum.posterior import BayesianLinearPosterior
 
     rng = np.random.default_rng(5)
     post = BayesianLinearPosterior(6, 0.0, 1.0, 1.0, refresh_every=50)

@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 import quorum.simulate as sim
-from quorum.cli import app
+from quorum.cli.main import app
 from quorum.data.schema import AnnotatorSpec, Dataset, TaskSpec
-from quorum.routing.replay import RecordedSource
+from quorum.routing.core.replay import RecordedSource
 
 
 def prepared(n: int = 40) -> sim.Prepared:

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 import quorum.models.embedders as emb
 import quorum.simulate as sim
-from quorum.cli import app
+from quorum.cli.main import app
 from quorum.data.schema import AnnotatorSpec, Dataset, TaskSpec
 from quorum.data.writer import save_folder
 from quorum.errors import UnsupportedTaskError

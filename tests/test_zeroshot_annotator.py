@@ -154,7 +154,7 @@ def test_sentimp_warm_cache_does_not_import_torch(sentimp):
 
 @pytest.mark.realdata
 def test_simulate_sentimp_with_a_noisy_human(sentimp):
-    from quorum.cli import app
+    from quorum.cli.main import app
 
     args = "simulate -d sentimp-en --human labeller_3 --setting auditor --budget 0.4 "
     res = CliRunner().invoke(app, [*args.split(), "--method", "quorum", "--json"])

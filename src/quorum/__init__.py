@@ -34,11 +34,11 @@ _LAZY = {
     "TaskType": "quorum.data.schema",
     "load_dataset": "quorum.data.loaders",
     # routing
-    "Budget": "quorum.routing.budget",
-    "RoutingProblem": "quorum.routing.base",
-    "RoutingResult": "quorum.routing.base",
-    "Router": "quorum.routing.base",
-    "QuorumRouter": "quorum.routing.quorum",
+    "Budget": "quorum.routing.core.budget",
+    "RoutingProblem": "quorum.routing.core.base",
+    "RoutingResult": "quorum.routing.core.base",
+    "Router": "quorum.routing.core.base",
+    "QuorumRouter": "quorum.routing.quorum.router",
     "RandomRouter": "quorum.baselines.random",
     "CoAnnotatingRouter": "quorum.baselines.coannotating",
     "CDIRouter": "quorum.baselines.cdi",
@@ -52,7 +52,7 @@ _LAZY = {
     "make_router": "quorum.api",
     "labels": "quorum.api",
     "report": "quorum.api",
-    "ProjectConfig": "quorum.live.config",
+    "ProjectConfig": "quorum.live.project.config",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -26,7 +26,7 @@ import pandas as pd
 
 from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, Dataset, TaskSpec, TaskType
 from quorum.errors import DataValidationError, UnsupportedTaskError
-from quorum.routing.base import Router, RoutingResult
+from quorum.routing.core.base import Router, RoutingResult
 
 __all__ = ["annotate", "labels", "make_router", "replay", "report"]
 
@@ -232,11 +232,11 @@ def annotate(project: Any, *, wait: float = 0.0, quiet: bool = True) -> Any:
     """Run (or resume) a live project and return its run summary.
 
     ``project`` is a project file (TOML/YAML), or a
-    :class:`quorum.live.config.ProjectConfig` built in Python (``root`` sets the folder
+    :class:`quorum.live.project.config.ProjectConfig` built in Python (``root`` sets the folder
     its relative paths start from). See docs/live.md.
     """
-    from quorum.live.config import ProjectConfig, load_project
-    from quorum.live.runner import annotate as run
+    from quorum.live.project.config import ProjectConfig, load_project
+    from quorum.live.run.runner import annotate as run
 
     cfg = project if isinstance(project, ProjectConfig) else load_project(Path(project))
     return run(cfg, wait=wait, quiet=quiet)
@@ -250,7 +250,7 @@ def labels(project: Any, *, format: Literal["pandas", "hf"] = "pandas") -> Any:
     label). ``format="hf"``: the same as a ``datasets.Dataset`` (``label`` a ``ClassLabel``
     for label tasks), as ``quorum export -f hf`` writes it.
     """
-    from quorum.live.export_hf import hf_dataset, labels_frame
+    from quorum.live.outputs.hf import hf_dataset, labels_frame
 
     cfg = _project(project)
     if format == "pandas":
@@ -262,13 +262,13 @@ def labels(project: Any, *, format: Literal["pandas", "hf"] = "pandas") -> Any:
 
 def report(project: Any, path: str | Path | None = None) -> Path:
     """Write a live project's HTML report (``quorum report PROJECT``); returns its path."""
-    from quorum.live.report import write_report
+    from quorum.live.outputs.report import write_report
 
     return write_report(_project(project), path)
 
 
 def _project(project: Any) -> Any:
-    from quorum.live.config import ProjectConfig, load_project
+    from quorum.live.project.config import ProjectConfig, load_project
 
     return project if isinstance(project, ProjectConfig) else load_project(Path(project))
 

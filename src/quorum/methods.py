@@ -24,12 +24,14 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from quorum.routing.base import Router
+from quorum.routing.core.base import Router
 
 METHODS: dict[str, str] = {
-    "quorum": "quorum.routing.quorum:QuorumRouter",
-    "quorum-paper": "quorum.routing.paper:PaperQuorumRouter",
-    "quorum-paper-authors-accounting": "quorum.routing.paper:AuthorsAccountingPaperQuorumRouter",
+    "quorum": "quorum.routing.quorum.router:QuorumRouter",
+    "quorum-paper": "quorum.routing.paper.router:PaperQuorumRouter",
+    "quorum-paper-authors-accounting": (
+        "quorum.routing.paper.router:AuthorsAccountingPaperQuorumRouter"
+    ),
     "random": "quorum.baselines.random:RandomRouter",
     "coannotating": "quorum.baselines.coannotating:CoAnnotatingRouter",
     "cdi": "quorum.baselines.cdi:CDIRouter",
@@ -81,7 +83,7 @@ def make_router(name: str, **params: Any) -> Router:
 
 def method_trait(name: str, trait: str) -> bool:
     """A trait of the router class ``name`` (a class attribute of
-    :class:`~quorum.routing.base.Router`: ``uses_item_features``, ``pays_for_confidence``,
+    :class:`~quorum.routing.core.base.Router`: ``uses_item_features``, ``pays_for_confidence``,
     ``is_quorum``); False for a name that is no router.
 
     >>> method_trait("quorum-paper", "is_quorum"), method_trait("cdi", "pays_for_confidence")

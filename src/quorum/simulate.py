@@ -23,9 +23,9 @@ from quorum.errors import DataValidationError, UnsupportedTaskError
 from quorum.features.summary_embeddings import SummaryEmbeddings
 from quorum.methods import make_router
 from quorum.metrics import accuracy, machine_cumulative_accuracy, rouge1
-from quorum.routing.base import Router, RoutingProblem, RoutingResult
-from quorum.routing.budget import Budget, budget_for_setting
-from quorum.routing.replay import RecordedSource
+from quorum.routing.core.base import Router, RoutingProblem, RoutingResult
+from quorum.routing.core.budget import Budget, budget_for_setting
+from quorum.routing.core.replay import RecordedSource
 
 
 def parse_annotators(spec: str | None) -> dict[str, float | None] | None:

@@ -122,7 +122,7 @@ def quorum(*args: str, timeout: float = 180, extra_env: dict | None = None):
     e = env()
     e.update(extra_env or {})
     return subprocess.run(
-        [sys.executable, "-m", "quorum.cli", *args],
+        [sys.executable, "-m", "quorum.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

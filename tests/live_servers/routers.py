@@ -13,10 +13,10 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from quorum.routing.base import AnnotationSource, Router, RoutingProblem, RoutingResult
-from quorum.routing.budget import Budget
-from quorum.routing.outputs import LABEL_COLUMNS
-from quorum.routing.recorder import CallRecorder
+from quorum.routing.core.base import AnnotationSource, Router, RoutingProblem, RoutingResult
+from quorum.routing.core.budget import Budget
+from quorum.routing.core.outputs import LABEL_COLUMNS
+from quorum.routing.core.recorder import CallRecorder
 
 
 class CascadeRouter(Router):

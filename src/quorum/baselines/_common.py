@@ -1,7 +1,7 @@
 """Pieces shared by the baselines: the route template, human caps, label frames, the
 decision trace, result building, ranking. The run's set-up, trace format and result are
-the run core every router shares (:mod:`quorum.routing.run_core`,
-:class:`~quorum.routing.trace.DecisionTrace`)."""
+the run core every router shares (:mod:`quorum.routing.core.run_core`,
+:class:`~quorum.routing.core.trace.DecisionTrace`)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from quorum.errors import UnsupportedTaskError
-from quorum.routing.base import AnnotationSource, Router, RoutingProblem, RoutingResult
-from quorum.routing.budget import Budget
-from quorum.routing.outputs import LABEL_COLUMNS
-from quorum.routing.recorder import CallRecorder
-from quorum.routing.run_core import RunCore, build_result
-from quorum.routing.trace import DecisionTrace
+from quorum.routing.core.base import AnnotationSource, Router, RoutingProblem, RoutingResult
+from quorum.routing.core.budget import Budget
+from quorum.routing.core.outputs import LABEL_COLUMNS
+from quorum.routing.core.recorder import CallRecorder
+from quorum.routing.core.run_core import RunCore, build_result
+from quorum.routing.core.trace import DecisionTrace
 
 #: phases whose calls exist only to estimate uncertainty (reported as confidence cost)
 UNCERTAINTY_PHASES = ("confidence", "uncertainty")
@@ -76,10 +76,10 @@ class Routed(NamedTuple):
 class BaselineRouter(Router):
     """Template of the paper's baselines. :meth:`route` checks the task (``needs_labels``,
     ``needs_llm``), opens the run (the shared run core,
-    :meth:`~quorum.routing.run_core.RunCore.open`: ``default_rng(seed)`` and a
+    :meth:`~quorum.routing.core.run_core.RunCore.open`: ``default_rng(seed)`` and a
     :class:`CallRecorder` on the source and budget), calls :meth:`_route` (under
     ``threadpool_limits(n_threads)`` when ``n_threads`` is set) and builds the result
-    (:func:`make_result`, through :func:`~quorum.routing.run_core.build_result`)."""
+    (:func:`make_result`, through :func:`~quorum.routing.core.run_core.build_result`)."""
 
     #: refuse summaries (label-model baselines)
     needs_labels: bool = False
@@ -137,7 +137,7 @@ def label_frame(
 ) -> pd.DataFrame:
     """Final labels: the human's output where there is one, else ``outputs[item]``.
 
-    Same columns as :func:`quorum.routing.outputs.single_output_labels`.
+    Same columns as :func:`quorum.routing.core.outputs.single_output_labels`.
     """
     rows = []
     for i in item_ids:
@@ -175,7 +175,7 @@ def uncertainty_spend(rec: CallRecorder) -> tuple[float, int]:
 
 
 def make_result(router: Router, run: RunCore, out: Routed) -> RoutingResult:
-    """The baseline's result (the shared :func:`~quorum.routing.run_core.build_result`):
+    """The baseline's result (the shared :func:`~quorum.routing.core.run_core.build_result`):
     its parameters first in ``info``, the money spent only on uncertainty apart."""
     info = {"params": router.get_params(), **out.info}
     conf = uncertainty_spend(run.rec)
@@ -192,7 +192,7 @@ def item_trace(
     **scores: np.ndarray,
 ) -> DecisionTrace:
     """A baseline's decisions in the one trace format
-    (:class:`~quorum.routing.trace.DecisionTrace`): a row for each item ``t`` of ``rows``,
+    (:class:`~quorum.routing.core.trace.DecisionTrace`): a row for each item ``t`` of ``rows``,
     in that order (the order the rule took the items), with ``arm[t]`` (where it went;
     ``"-"``: nowhere), ``mode[t]`` (why), ``phase[t]``, the arm's price and ``scores[k][t]``
     for each score the rule decided on (``priority``, ``uncertainty``, ``confidence``,

@@ -33,9 +33,9 @@ import numpy as np
 
 from quorum.baselines._common import BaselineRouter, human_cap
 from quorum.baselines._signals import ConfidencePlan, Kind, Signals, collect
-from quorum.routing.base import AnnotationSource, RoutingProblem
-from quorum.routing.budget import Budget, from_units, to_units
-from quorum.routing.recorder import CallRecorder
+from quorum.routing.core.base import AnnotationSource, RoutingProblem
+from quorum.routing.core.budget import Budget, from_units, to_units
+from quorum.routing.core.recorder import CallRecorder
 
 ConfidenceMode = Literal["auto", "paper", "confidence", "entropy", "none"]
 Substitute = Literal["agreement", "entropy", "none"]

@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from quorum.routing.base import AnnotationSource, RoutingProblem
-from quorum.routing.budget import to_units
-from quorum.routing.recorder import CallRecorder
+from quorum.routing.core.base import AnnotationSource, RoutingProblem
+from quorum.routing.core.budget import to_units
+from quorum.routing.core.recorder import CallRecorder
 
 Kind = Literal["recorded", "verbalised", "entropy", "similarity", "none"]
 

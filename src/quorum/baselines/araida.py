@@ -41,7 +41,7 @@ from quorum.baselines._common import (
     label_frame,
     ranked,
 )
-from quorum.routing.run_core import RunCore
+from quorum.routing.core.run_core import RunCore
 
 
 class _Walk(NamedTuple):

@@ -63,8 +63,8 @@ from quorum.baselines.cdi_rules import (
     sampling_probability,
     summary_errors,
 )
-from quorum.routing.run_core import RunCore
-from quorum.routing.trace import DecisionTrace
+from quorum.routing.core.run_core import RunCore
+from quorum.routing.core.trace import DecisionTrace
 
 Sampling = Literal["authors", "stream"]
 

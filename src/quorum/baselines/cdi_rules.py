@@ -10,7 +10,7 @@ from typing import Literal
 import numpy as np
 
 from quorum.baselines._signals import embed_texts, paired_cosine
-from quorum.routing.base import AnnotationSource
+from quorum.routing.core.base import AnnotationSource
 
 __all__ = [
     "ErrorModel",

@@ -37,7 +37,7 @@ from quorum.baselines._confidence import (
     Substitute,
     plan_info,
 )
-from quorum.routing.run_core import RunCore
+from quorum.routing.core.run_core import RunCore
 
 
 class CoAnnotatingRouter(ConfidenceBaseline):

@@ -39,10 +39,10 @@ from quorum.baselines._confidence import (
 )
 from quorum.baselines._signals import Signals
 from quorum.baselines.cdi_rules import summary_errors
-from quorum.routing.base import AnnotationSource, RoutingProblem
-from quorum.routing.recorder import CallRecorder
-from quorum.routing.run_core import RunCore
-from quorum.routing.trace import DecisionTrace
+from quorum.routing.core.base import AnnotationSource, RoutingProblem
+from quorum.routing.core.recorder import CallRecorder
+from quorum.routing.core.run_core import RunCore
+from quorum.routing.core.trace import DecisionTrace
 
 
 def tier_of(u: np.ndarray, thresholds: np.ndarray) -> np.ndarray:

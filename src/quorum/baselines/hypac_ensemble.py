@@ -51,10 +51,10 @@ from quorum.baselines._confidence import ConfidenceBaseline, ConfidenceMode, pla
 from quorum.baselines._signals import Signals
 from quorum.baselines.cdi_rules import summary_errors
 from quorum.baselines.pac_rules import finite_or_none, pac_draws, pac_threshold, two_thresholds
-from quorum.routing.base import RoutingProblem
-from quorum.routing.recorder import CallRecorder
-from quorum.routing.run_core import RunCore
-from quorum.routing.trace import DecisionTrace
+from quorum.routing.core.base import RoutingProblem
+from quorum.routing.core.recorder import CallRecorder
+from quorum.routing.core.run_core import RunCore
+from quorum.routing.core.trace import DecisionTrace
 
 
 @dataclass

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from quorum.baselines._common import BaselineRouter, Routed, human_cap, item_trace
-from quorum.routing.outputs import single_output_labels
-from quorum.routing.run_core import RunCore
+from quorum.routing.core.outputs import single_output_labels
+from quorum.routing.core.run_core import RunCore
 
 
 class RandomRouter(BaselineRouter):

@@ -38,9 +38,9 @@ from quorum.baselines._common import (
     label_frame,
     ranked,
 )
-from quorum.routing.base import RoutingProblem
-from quorum.routing.run_core import RunCore
-from quorum.routing.trace import DecisionTrace
+from quorum.routing.core.base import RoutingProblem
+from quorum.routing.core.run_core import RunCore
+from quorum.routing.core.trace import DecisionTrace
 
 
 def sant_features(problem: RoutingProblem, n_components: int) -> np.ndarray:

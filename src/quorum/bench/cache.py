@@ -4,7 +4,7 @@ A run's key hashes its spec (dataset, method, setting, budget, seed, non-default
 parameters, feature variant, human), the *dataset fingerprint* (content hash of the
 dataset's files, without loading it) and the *code version* of the method (hash of the
 files of the router's import closure, plus the simulator, loaders, features and metrics).
-Editing ``routing/calibration.py`` therefore recomputes QUORUM's runs only.
+Editing ``routing/quorum/calibration.py`` therefore recomputes QUORUM's runs only.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ COMMON_CODE = (
     "simulate.py",
     "quality/*.py",
     "methods.py",
-    "routing/replay.py",
+    "routing/core/replay.py",
     "metrics.py",
     "languages.py",
     "models/*.py",

@@ -175,7 +175,7 @@ def spend_levels(run: BenchRun, stats: pd.DataFrame) -> dict[tuple[str, str, flo
     """Per (dataset, setting, budget) of the main experiment, the money the setting offers
     before any method's uncertainty costs (needs the dataset's prices; cells without them
     fall back to ``equal_spend.default_levels``)."""
-    from quorum.routing.budget import budget_for_setting
+    from quorum.routing.core.budget import budget_for_setting
 
     out: dict[tuple[str, str, float], float] = {}
     if stats.empty:

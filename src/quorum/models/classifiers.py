@@ -1,7 +1,7 @@
 """Local predictors: the :class:`LocalModel` contract and the bundled zero-shot classifier.
 
 A local model answers a batch of items at once (``predict_many``); an item is anything with
-a ``text`` attribute (the live runner passes :class:`quorum.live.prompts.ItemView`).
+a ``text`` attribute (the live runner passes :class:`quorum.live.machines.prompts.ItemView`).
 """
 
 from __future__ import annotations

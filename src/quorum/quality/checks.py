@@ -29,8 +29,8 @@ import pandas as pd
 from quorum.data.schema import TaskType
 from quorum.quality.estimators import Interval, QualityEstimate, estimate_from
 from quorum.quality.predicted import CorrectnessModel, exact_match, rouge1_scorer
-from quorum.routing.base import AnnotationSource, Router, RoutingProblem, RoutingResult
-from quorum.routing.budget import Budget
+from quorum.routing.core.base import AnnotationSource, Router, RoutingProblem, RoutingResult
+from quorum.routing.core.budget import Budget
 
 #: keys of a run's parameters that configure the checks (``quality_share=0.05``, ...)
 PARAM_PREFIX = "quality_"

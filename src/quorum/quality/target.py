@@ -31,8 +31,14 @@ import numpy as np
 
 from quorum.quality.checks import QualityChecks
 from quorum.quality.estimators import QualityEstimate
-from quorum.routing.base import AnnotationSource, Outcome, Router, RoutingProblem, RoutingResult
-from quorum.routing.budget import Budget
+from quorum.routing.core.base import (
+    AnnotationSource,
+    Outcome,
+    Router,
+    RoutingProblem,
+    RoutingResult,
+)
+from quorum.routing.core.budget import Budget
 
 #: the checks of the target mode when none are given (ours): more than a plain run's
 #: (``QualityChecks()``), since the stop rests on the lower bound

@@ -1,0 +1,81 @@
+"""What Label Studio shows people: the labelling page, the task data keys, option text.
+
+The labelling page is generated from the task type: single-choice buttons for
+classification and multiple choice (the item's own options), a text box for summaries.
+Everything that comes from the data (item text, options, instructions) travels as task
+*data*, never inside the labelling config, so hostile text cannot change the page: Label
+Studio's ``Text`` tag shows it as plain text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from quorum.data.schema import TaskType
+from quorum.live.humans.queue import HumanTask
+
+#: data keys QUORUM adds to every task (besides ``text``, ``instructions``, ``options``)
+ITEM_KEY = "quorum_item_id"
+PRIORITY_KEY = "quorum_priority"
+#: data columns the annotators' task list hides (bookkeeping, or shown on the page anyway)
+HIDDEN_COLUMNS = (ITEM_KEY, PRIORITY_KEY, "options", "instructions")
+TASK_LIST_TITLE = "Tasks (QUORUM)"
+FROM_LABEL = "label"
+FROM_SUMMARY = "summary"
+# Label Studio reads ``$name`` in a choice's value as a reference to task data; a word
+# joiner after each ``$`` keeps the text as it is (and is removed again when read back).
+_WJ = "\u2060"
+
+
+def label_config(task_type: TaskType, instructions: bool = True) -> str:
+    """The labelling interface for a task type. It holds no text from the project: the
+    instructions, item text and options are task data shown by reference (``$name``)."""
+    head = '  <Header value="$instructions"/>\n' if instructions else ""
+    text = '  <Text name="text" value="$text"/>\n'
+    if task_type is TaskType.summarization:
+        ctrl = (
+            f'  <TextArea name="{FROM_SUMMARY}" toName="text" rows="5" editable="true" '
+            'maxSubmissions="1" required="true" placeholder="Write the summary"/>\n'
+        )
+    else:
+        ctrl = (
+            f'  <Choices name="{FROM_LABEL}" toName="text" choice="single-radio" '
+            'required="true" value="$options"/>\n'
+        )
+    return f"<View>\n{head}{text}{ctrl}</View>"
+
+
+def project_title(name: str) -> str:
+    """A valid Label Studio project title (3 to 50 characters) for a project name."""
+    if len(name) < 3:
+        return f"{name} (QUORUM)"
+    if len(name) > 50:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+        return f"{name[:41]}~{digest}"
+    return name
+
+
+def shown(option: str) -> str:
+    """An option as Label Studio must receive it to display it verbatim."""
+    return option.replace("$", "$" + _WJ)
+
+
+def unshown(value: str) -> str:
+    return value.replace(_WJ, "")
+
+
+def task_options(data: dict[str, Any] | None) -> list[str]:
+    """The options a task shows (its ``options`` data), as the project gave them."""
+    return [unshown(str(o.get("value", ""))) for o in (data or {}).get("options") or []]
+
+
+def task_data(task: HumanTask, priority: int, instructions: bool, task_type: TaskType) -> dict:
+    """The data of the task that shows ``task`` (its place in the stream: ``priority``)."""
+    data: dict[str, Any] = {"text": task.item.text, ITEM_KEY: task.item.item_id,
+                            PRIORITY_KEY: priority}  # fmt: skip
+    if instructions:
+        data["instructions"] = task.instructions
+    if task_type is not TaskType.summarization:
+        data["options"] = [{"value": shown(c)} for c in task.choices]
+    return data

@@ -1,0 +1,218 @@
+"""Machine calls made exactly once, and recorded: the paid path of the live source.
+
+Every call goes: ledger cache look-up -> project money guard -> global concurrency slot ->
+``inflight`` row committed -> the call (with retries) -> response, parse result and cost
+committed -> Outcome returned. The same request in flight twice is made once (the second
+waits for the first one's answer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from quorum.data.schema import TaskType
+from quorum.live.ledger.store import Ledger
+from quorum.live.machines.calls import Annotator, Redactor, Request, Response
+from quorum.live.machines.money_guard import LiveStats, MoneyGuard
+from quorum.live.machines.parsing import LabelParser, Parsed, parse_confidence, parse_summary
+from quorum.routing.core.base import Outcome
+from quorum.routing.core.budget import from_units
+
+log = logging.getLogger("quorum.live")
+
+#: the raw text of an outcome the source did not produce because the pass is frozen
+DEFERRED = "deferred: the routing pass waits for human answers"
+#: ... and of a call the router planned that the ledger has no money left for
+NOT_MADE = "not made: the project budget is spent (see the ledger)"
+
+
+@dataclass(kw_only=True, repr=False, eq=False)  # the redactor holds secrets: no repr
+class MachineCalls:
+    """LLM and local-model calls for a :class:`~quorum.live.run.source.LiveSource`.
+
+    Parameters
+    ----------
+    ledger, run_id : where every call is recorded (and the response cache).
+    task_type, parser : how an answer is read (the label parser; summaries as text).
+    guard : the project's money guard.
+    stats : the running counts.
+    redact : removes secrets from what is recorded.
+    concurrency : calls in flight at once (all annotators together).
+    event : told every outcome handed to the router.
+    overplanned : the outcome of a call the ledger has no money left for, where the
+        source skips such calls (see ``LiveSource.skip_unpaid``).
+    """
+
+    ledger: Ledger
+    run_id: int
+    task_type: TaskType
+    parser: LabelParser | None
+    guard: MoneyGuard
+    stats: LiveStats
+    redact: Redactor
+    concurrency: int
+    event: Callable[[Outcome], None]
+    overplanned: Callable[[str, str], Outcome]
+    _inflight: dict[str, asyncio.Future] = field(default_factory=dict, init=False)
+    _sem: asyncio.Semaphore | None = field(default=None, init=False)
+    _guard_warned: bool = field(default=False, init=False)
+
+    async def execute(
+        self, ann: Annotator, req: Request, *, frozen: bool, skip_unpaid: bool
+    ) -> Outcome:
+        """Serve from the ledger, or make (and record) the call exactly once; ``frozen``:
+        a pass waiting for people makes no new call."""
+        row = self.ledger.completed(req.key)
+        if row is not None:
+            return self._from_row(req, row, cached=True)
+        if frozen:
+            return Outcome(req.item_id, req.annotator, None, 0.0, status="failed", raw=DEFERRED)
+        waiting = self._inflight.get(req.key)
+        if waiting is not None:  # the same request is in flight: share its answer
+            await asyncio.shield(waiting)
+            row = self.ledger.completed(req.key)
+            if row is not None:
+                return self._from_row(req, row, cached=True)
+        fut = asyncio.get_running_loop().create_future()
+        self._inflight[req.key] = fut
+        try:
+            return await self._call(ann, req, skip_unpaid)
+        finally:
+            self._inflight.pop(req.key, None)
+            fut.set_result(None)
+
+    async def _call(self, ann: Annotator, req: Request, skip_unpaid: bool) -> Outcome:
+        if not ann.available:
+            return self._refuse(ann, req, f"endpoint declared dead: {ann.health.reason}")
+        if not self.guard.hold(req.reserved):
+            if skip_unpaid:
+                return self.overplanned(req.item_id, req.annotator)
+            return self._refuse(
+                ann,
+                req,
+                "project budget reached: the ledger already holds "
+                f"{from_units(self.guard.committed_u):.6g} of {from_units(self.guard.limit_u):.6g} "
+                "(calls from earlier runs that this run did not reuse count too)",
+            )
+        if self._sem is None:
+            self._sem = asyncio.Semaphore(self.concurrency)
+        try:
+            # the ``inflight`` row is written once the call has a slot: at most
+            # ``concurrency`` rows can be in flight, so a kill cuts off at most that many
+            async with self._sem:
+                if not ann.available:  # it died while this call waited for a slot
+                    self.guard.release(req.reserved)
+                    return self._refuse(ann, req, f"endpoint declared dead: {ann.health.reason}")
+                resp, parsed = await self._send(ann, req)
+        except BaseException:
+            self.guard.release(req.reserved)
+            raise
+        cost = resp.cost
+        self.guard.settle(req.reserved, cost)
+        status = "failed" if resp.status != "ok" else parsed.status
+        out = Outcome(
+            req.item_id,
+            req.annotator,
+            parsed.output if status == "ok" and req.kind == "annotate" else None,
+            cost,
+            status=status,  # type: ignore[arg-type]
+            confidence=parsed.confidence,
+            raw=self.redact(resp.raw) if resp.raw is not None else resp.error,
+        )
+        self.stats.new_calls += 1
+        self.event(out)
+        return out
+
+    async def _send(self, ann: Annotator, req: Request) -> tuple[Response, Parsed]:
+        """Write the ``inflight`` row, make the call, record its result (inside a slot)."""
+        call_id = self.ledger.start_call(
+            self.run_id, req.key, req.kind, req.item_id, req.annotator, ann.kind, ann.model,
+            ann.api_base, req.prompt, req.params, req.reserved,
+        )  # fmt: skip
+
+        def on_attempt(n: int, started: float, lat: float, outcome: str, err: str | None):
+            if outcome != "ok":  # successful tries are recorded with the call itself
+                self.ledger.add_attempt(call_id, n, started, lat, outcome, self.redact(err))
+
+        resp = await ann.call(req, on_attempt)
+        parsed = self._parse(req, resp)
+        status = "failed" if resp.status != "ok" else parsed.status
+        cost = resp.cost
+        if cost > req.reserved + 1e-12:
+            log.warning(
+                "call to %s cost %.6g, more than its reserved bound %.6g; raise "
+                "prompt_token_margin or set max_tokens for this annotator",
+                req.annotator,
+                cost,
+                req.reserved,
+            )
+        self.ledger.finish_call(
+            call_id,
+            status=status,
+            output=parsed.output,
+            confidence=parsed.confidence,
+            parse_note=parsed.reason or None,
+            **self._recorded(resp),
+        )
+        return resp, parsed
+
+    def _recorded(self, resp: Response) -> dict[str, Any]:
+        """What the ledger keeps of a response besides its parse (texts redacted)."""
+        return {
+            "response_raw": self.redact(resp.raw), "error": self.redact(resp.error),
+            "cost": resp.cost, "cost_source": resp.cost_source, "token_cost": resp.token_cost,
+            "prompt_tokens": resp.prompt_tokens, "completion_tokens": resp.completion_tokens,
+            "latency_s": resp.latency, "attempts": resp.attempts,
+        }  # fmt: skip
+
+    def _parse(self, req: Request, resp: Response) -> Parsed:
+        if resp.status != "ok":
+            return Parsed("unparseable", None, "")
+        if req.kind == "confidence":
+            if resp.confidence is not None:
+                return Parsed("ok", f"{resp.confidence:.6g}", confidence=resp.confidence)
+            return parse_confidence(resp.raw)
+        text = resp.extra.get("output", resp.raw) if resp.extra else resp.raw
+        if self.task_type is TaskType.summarization or self.parser is None:
+            p = parse_summary(text)
+        else:
+            opts = list(req.item.choices) if req.item.choices else None
+            p = self.parser.parse(text, opts)
+        if p.ok and resp.confidence is not None:
+            return Parsed(p.status, p.output, p.reason, confidence=resp.confidence)
+        return p
+
+    def _refuse(self, ann: Annotator, req: Request, why: str) -> Outcome:
+        call_id = self.ledger.start_call(
+            self.run_id, req.key, req.kind, req.item_id, req.annotator, ann.kind, ann.model,
+            ann.api_base, req.prompt, req.params, 0.0,
+        )  # fmt: skip
+        self.ledger.finish_call(
+            call_id, status="failed", error=why, cost=0.0, cost_source="not made", attempts=0
+        )
+        if why.startswith("project budget") and not self._guard_warned:
+            self._guard_warned = True
+            log.warning("%s", why)
+        out = Outcome(req.item_id, req.annotator, None, 0.0, status="failed", raw=why)
+        self.event(out)
+        return out
+
+    def _from_row(self, req: Request, row: Any, cached: bool) -> Outcome:
+        status = row["status"]
+        out = Outcome(
+            req.item_id,
+            req.annotator,
+            row["output"] if status == "ok" and req.kind == "annotate" else None,
+            float(row["cost"] or 0.0),
+            status=status,
+            confidence=row["confidence"],
+            raw=row["response_raw"],
+        )
+        if cached:
+            self.stats.cached += 1
+        self.event(out)
+        return out

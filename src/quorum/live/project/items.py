@@ -1,0 +1,149 @@
+"""Read the project's items file into ``item_id, text[, gold, choices]``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from quorum.errors import ConfigError, DataValidationError
+from quorum.live.machines.prompts import ItemView
+from quorum.live.project.config import ProjectConfig
+
+_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet")
+
+
+def _read(path: Path) -> pd.DataFrame:
+    if path.is_dir():
+        found = sorted(p.name for p in path.iterdir() if p.suffix.lower() in _SUFFIXES)
+        hint = f"; it holds {found[:5]}" if found else ""
+        raise ConfigError(f"items.path {path} is a folder, not a file{hint}")
+    if not path.is_file():
+        raise ConfigError(f"items file not found: {path}")
+    suf = "".join(path.suffixes[-2:]).lower() if path.suffix == ".gz" else path.suffix.lower()
+    try:
+        if suf.startswith(".csv"):
+            return pd.read_csv(path, dtype=str, keep_default_na=False)
+        if suf.startswith(".tsv"):
+            return pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+        if suf == ".jsonl":
+            return _read_jsonl(path)
+        if suf.startswith(".jsonl"):
+            return pd.read_json(path, lines=True, dtype=False)
+        if suf.startswith(".json"):
+            return pd.read_json(path, dtype=False)
+        if suf == ".parquet":
+            return pd.read_parquet(path)
+    except DataValidationError:
+        raise
+    except (ValueError, OSError) as exc:
+        raise DataValidationError(f"cannot read items file {path}: {exc}") from None
+    raise ConfigError(f"items file {path}: use .csv, .tsv, .jsonl, .json or .parquet")
+
+
+def _read_jsonl(path: Path) -> pd.DataFrame:
+    """One JSON object per line; a broken line is reported with its number."""
+    rows = []
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataValidationError(
+                    f"items file {path}, line {n}: not valid JSON ({exc.msg} at column "
+                    f"{exc.colno}): {line.strip()[:80]!r}"
+                ) from None
+            if not isinstance(obj, dict):
+                raise DataValidationError(
+                    f"items file {path}, line {n}: expected a JSON object, got {type(obj).__name__}"
+                )
+            rows.append(obj)
+    return pd.DataFrame(rows)
+
+
+def _label(x) -> str | None:
+    if x is None or (isinstance(x, float) and x != x) or (isinstance(x, str) and not x.strip()):
+        return None
+    if isinstance(x, float) and x.is_integer():
+        return str(int(x))
+    return str(x).strip()
+
+
+def _choices(x) -> tuple[str, ...] | None:
+    if x is None or (isinstance(x, float) and x != x):
+        return None
+    if isinstance(x, str):
+        s = x.strip()
+        if not s:
+            return None
+        try:
+            x = json.loads(s)
+        except json.JSONDecodeError:
+            x = s.split("||")
+    return tuple(str(c) for c in list(x))
+
+
+def load_items(cfg: ProjectConfig) -> pd.DataFrame:
+    """Items as a frame with ``item_id, text`` and, when configured, ``gold, choices``."""
+    ic = cfg.items
+    path = cfg.path(ic.path)
+    df = _read(path)
+    where = f"items file {path}"
+    if ic.limit:
+        df = df.head(ic.limit)
+    cols = list(df.columns)
+    id_col = ic.id_column or ("item_id" if "item_id" in cols else None)
+    if id_col is not None and id_col not in cols:
+        raise ConfigError(f"{where}: id_column {id_col!r} not found; columns are {cols}")
+    ids = df[id_col].map(str) if id_col else pd.Series([str(i) for i in range(len(df))])
+    if ic.text_template:
+        try:
+            text = pd.Series([ic.text_template.format(**r) for r in df.to_dict("records")])
+        except KeyError as exc:
+            raise ConfigError(
+                f"{where}: text_template uses column {exc} which is not in {cols}"
+            ) from None
+    else:
+        if ic.text_column not in cols:
+            raise ConfigError(
+                f"{where}: text_column {ic.text_column!r} not found; columns are {cols} "
+                "(set items.text_column or items.text_template)"
+            )
+        text = df[ic.text_column]
+    out = pd.DataFrame({"item_id": ids.to_numpy(), "text": text.astype(str).to_numpy()})
+    if ic.gold_column:
+        if ic.gold_column not in cols:
+            raise ConfigError(f"{where}: gold_column {ic.gold_column!r} not in {cols}")
+        out["gold"] = [_label(x) for x in df[ic.gold_column]]
+        labels = set(cfg.task.labels or [])
+        if labels:
+            bad = out.loc[out["gold"].notna() & ~out["gold"].isin(labels)]
+            if len(bad):
+                raise DataValidationError(
+                    f"{where}: {len(bad)} gold label(s) outside the label set {sorted(labels)}, "
+                    f"e.g. {bad['gold'].head(3).tolist()}"
+                )
+    if ic.choices_column:
+        if ic.choices_column not in cols:
+            raise ConfigError(f"{where}: choices_column {ic.choices_column!r} not in {cols}")
+        out["choices"] = [_choices(x) for x in df[ic.choices_column]]
+    dup = out["item_id"][out["item_id"].duplicated()]
+    if len(dup):
+        raise DataValidationError(f"{where}: duplicate item ids, e.g. {dup.head(3).tolist()}")
+    empty = out["item_id"][out["text"].str.strip() == ""]
+    if len(empty):
+        raise DataValidationError(f"{where}: empty text for items {empty.head(5).tolist()}")
+    if out.empty:
+        raise DataValidationError(f"{where}: no items")
+    return out
+
+
+def item_views(items: pd.DataFrame) -> list[ItemView]:
+    has_choices = "choices" in items.columns
+    return [
+        ItemView(str(r["item_id"]), str(r["text"]), r["choices"] if has_choices else None)
+        for r in items.to_dict("records")
+    ]

@@ -1,0 +1,189 @@
+"""Build the routing problem of a project: the TaskSpec, the arms and the item features."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, TaskSpec, TaskType
+from quorum.features.light import light_features
+from quorum.live.humans.queue import FileHumanQueue, HumanQueue
+from quorum.live.machines.calls import Annotator, Redactor
+from quorum.live.machines.llm import LLMAnnotator
+from quorum.live.machines.local import CallableAnnotator, LocalAnnotator
+from quorum.live.machines.parsing import LabelParser
+from quorum.live.machines.prompts import ItemView, PromptBuilder, PromptTemplate
+from quorum.live.project.annotators import AnnotatorConfig
+from quorum.live.project.config import ProjectConfig
+from quorum.live.run.source import HumanArm
+from quorum.models.classifiers import LocalModel, ZeroShotClassifier
+from quorum.routing.core.base import RoutingProblem
+
+log = logging.getLogger("quorum.live")
+
+DEFAULT_MAX_TOKENS = {"classification": 32, "multiple_choice": 32, "summarization": 256}
+
+
+def make_builder(cfg: ProjectConfig, a: AnnotatorConfig | None = None) -> PromptBuilder:
+    t = cfg.task
+    kind = t.type.value
+    name = f"annotator {a.name!r}" if a else "prompt"
+    return PromptBuilder(
+        t.type,
+        t.labels,
+        t.label_names,
+        t.instructions,
+        PromptTemplate.resolve(a.prompt if a else None, kind, cfg.root, f"{name} prompt"),
+        PromptTemplate.resolve(
+            a.confidence_prompt if a else None, "confidence", cfg.root, f"{name} confidence"
+        ),
+        a.system_prompt if a else None,
+        t.instructions_in_prompt,
+    )
+
+
+class GoldLookup(LocalModel):
+    """The gold column acting as a perfect human (simulation and tests)."""
+
+    ident = "gold-column"
+
+    def __init__(self, gold: dict[str, str | None]) -> None:
+        self.gold = gold
+
+    def predict_many(self, items):
+        return [self.gold.get(it.item_id) for it in items]
+
+
+def make_parser(cfg: ProjectConfig) -> LabelParser | None:
+    if cfg.task.type is TaskType.summarization:
+        return None
+    return LabelParser(cfg.task.labels or [], cfg.task.label_names)
+
+
+def build_arms(
+    cfg: ProjectConfig, items: pd.DataFrame, views: list[ItemView], redactor: Redactor
+) -> tuple[dict[str, Annotator], HumanArm | None]:
+    """Machine annotators by name (the gold human too), and the queue-backed human arm."""
+    arms: dict[str, Annotator] = {}
+    human: HumanArm | None = None
+    max_tok = DEFAULT_MAX_TOKENS[cfg.task.type.value]
+    for a in cfg.annotators:
+        if a.kind == "llm":
+            arms[a.name] = LLMAnnotator(
+                a, make_builder(cfg, a), views, redactor, max_tok,
+                engine=cfg.engine, ray_address=cfg.ray_address,
+            )  # fmt: skip
+        elif a.kind == "model":
+            model: LocalModel
+            if a.model == "zero-shot":
+                if cfg.task.type is TaskType.summarization:
+                    from quorum.errors import ConfigError
+
+                    raise ConfigError(f"annotator {a.name!r}: zero-shot needs a label task")
+                model = ZeroShotClassifier(
+                    cfg.task.labels or [], cfg.task.label_names, cfg.task.label_descriptions
+                )
+            else:
+                model = CallableAnnotator.from_path(str(a.model))
+            arms[a.name] = LocalAnnotator(a.name, model, a.price or 0.0, a.confidence_price)
+        else:
+            queue: HumanQueue
+            if cfg.humans.backend == "labelstudio":
+                from quorum.live.labelstudio.queue import LabelStudioHumanQueue
+
+                queue = LabelStudioHumanQueue.from_config(cfg)
+            else:
+                queue_dir = cfg.path(a.queue) if a.queue else cfg.queue_dir
+                queue = FileHumanQueue(queue_dir)
+            hc = cfg.humans
+            human = HumanArm(
+                a.name, float(a.price or 0.0), queue, make_builder(cfg),
+                labels_per_item=hc.labels_per_item, timeout=hc.timeout,
+                prior_accuracy=hc.prior_accuracy, prior_strength=hc.prior_strength,
+                arm_quality=hc.arm_quality, min_evidence=hc.min_evidence,
+            )  # fmt: skip
+    if cfg.human == GOLD_HUMAN:
+        gold = dict(zip(items["item_id"], items["gold"], strict=True))
+        arms[GOLD_HUMAN] = LocalAnnotator(
+            GOLD_HUMAN, GoldLookup(gold), cfg.human_price, kind="human"
+        )
+    return arms, human
+
+
+def build_task(cfg: ProjectConfig, arms: dict[str, Annotator], human: HumanArm | None) -> TaskSpec:
+    specs = []
+    for a in cfg.annotators:
+        if a.kind == "human":
+            assert human is not None
+            specs.append(AnnotatorSpec(name=a.name, kind="human", price=human.task_price))
+        else:
+            arm = arms[a.name]
+            specs.append(
+                AnnotatorSpec(
+                    name=a.name,
+                    kind=a.kind,
+                    price=arm.price(),
+                    confidence_price=arm.confidence_price(),
+                )
+            )
+    t = cfg.task
+    return TaskSpec(
+        name=cfg.name,
+        type=t.type,
+        labels=t.labels,
+        label_names=t.label_names,
+        instructions=t.instructions,
+        language=t.language,
+        annotators=specs,
+        human=cfg.human or GOLD_HUMAN,
+        human_price=cfg.human_price,
+    )
+
+
+# -- features ------------------------------------------------------------------------
+def compute_features(
+    cfg: ProjectConfig, texts: list[str], cache_dir: Path
+) -> tuple[np.ndarray, np.ndarray | None, str]:
+    """(phi, embeddings, how): the features module, or a fallback named by ``features``."""
+    mode = cfg.features
+    if mode in ("auto", "full"):
+        try:
+            from quorum.features.pipeline import FeatureExtractor
+        except ImportError as exc:
+            if mode == "full":
+                raise
+            log.warning("features module unavailable (%s); using embeddings only", exc)
+            mode = "embeddings"
+        else:
+            fx = FeatureExtractor(
+                show_progress=False, cache_dir=str(cache_dir), engine=cfg.engine,
+                ray_address=cfg.ray_address,
+            )  # fmt: skip
+            k = min(5, max(1, len(texts) - 1))
+            fx.k = k
+            fs = fx.fit_transform(texts, language=cfg.task.language)
+            return fs.phi, fs.embeddings, "full"
+    phi, emb = light_features(texts)
+    if mode == "embeddings":
+        from quorum.models.embedders import embed
+
+        emb = embed(texts)
+    return phi, emb, mode
+
+
+def build_problem(
+    cfg: ProjectConfig, task: TaskSpec, items: pd.DataFrame, cache_dir: Path
+) -> RoutingProblem:
+    texts = items["text"].tolist()
+    phi, emb, _ = compute_features(cfg, texts, cache_dir)
+    return RoutingProblem(
+        task=task,
+        item_ids=items["item_id"].to_numpy(),
+        phi=phi,
+        embeddings=emb,
+        setting=cfg.budget.setting,
+        human_budget=cfg.budget.human_limit,
+    )

@@ -1,0 +1,394 @@
+"""LiveSource: the AnnotationSource that calls LLMs, local models and humans for real.
+
+Machine calls are made once and recorded (:class:`~quorum.live.machines.machine_calls.MachineCalls`:
+ledger cache look-up -> money guard -> concurrency slot -> ``inflight`` row -> the call ->
+result committed). ``annotate_many`` runs its requests concurrently on a private asyncio
+loop (:mod:`~quorum.live.machines.loop`), under per-annotator semaphores and rate limits and a
+global concurrency cap.
+
+Human tasks are sent ahead (issue 27): a pass that reaches a human task still waiting for
+its answer goes on, routing the rest with the human answers it has (the waiting item counts
+as asked, its label provisional), until ``queue_depth`` of its human tasks wait at once.
+Then the pass is *frozen*: it makes no new paid call and sends no new human task (answers
+already in the ledger are still served, so the pass ends with provisional labels). The
+runner routes again as soon as any of those answers comes (delayed feedback: the next pass
+takes it into account from the start), so that a slow person holds up nobody. With
+``queue_depth = 1`` a pass freezes at its first unanswered task, and the replay takes
+exactly the path a router with an instant human would take (the behaviour before).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from quorum.data.schema import TaskType
+from quorum.live.humans.book import HumanBook
+from quorum.live.humans.collector import AnswerCollector, Collected
+from quorum.live.humans.queue import HumanArm, HumanTask
+from quorum.live.humans.tasks import human_task, label_help, match_answer, task_key
+from quorum.live.ledger.store import Ledger
+from quorum.live.machines.calls import Annotator, Redactor, Request
+from quorum.live.machines.loop import shared_loop
+from quorum.live.machines.machine_calls import DEFERRED, NOT_MADE, MachineCalls
+from quorum.live.machines.money_guard import LiveStats, MoneyGuard
+from quorum.live.machines.parsing import LabelParser
+from quorum.live.machines.prompts import ItemView
+from quorum.routing.core.base import Outcome
+from quorum.routing.core.budget import from_units, to_units
+
+log = logging.getLogger("quorum.live")
+
+
+class LiveSource:
+    """An :class:`~quorum.routing.core.base.AnnotationSource` backed by real calls and a ledger."""
+
+    def __init__(
+        self,
+        *,
+        task_type: TaskType,
+        items: list[ItemView],
+        annotators: dict[str, Annotator],
+        ledger: Ledger,
+        run_id: int,
+        budget_limit: float,
+        parser: LabelParser | None,
+        human: HumanArm | None = None,
+        concurrency: int = 16,
+        redactor: Redactor | None = None,
+        on_event: Callable[[Outcome, LiveStats], None] | None = None,
+        gold: dict[str, str] | None = None,
+        queue_depth: int = 1,
+    ) -> None:
+        self.task_type = task_type
+        #: human tasks a pass may have waiting at once before it freezes
+        self.queue_depth = max(1, int(queue_depth))
+        self.items = {it.item_id: it for it in items}
+        self.annotators = annotators
+        self.ledger = ledger
+        self.run_id = run_id
+        self.parser = parser
+        self.human = human
+        self.redact = redactor or Redactor()
+        self.on_event = on_event
+        self.concurrency = concurrency
+        self.stats = LiveStats(len(items), budget_limit, committed=ledger.money()["committed"])
+        self.guard = MoneyGuard(ledger, budget_limit, self.stats)
+        self.calls = MachineCalls(
+            ledger=ledger, run_id=run_id, task_type=task_type, parser=parser, guard=self.guard,
+            stats=self.stats, redact=self.redact, concurrency=concurrency, event=self._event,
+            overplanned=self._overplanned,
+        )  # fmt: skip
+        self._to_submit: dict[str, HumanTask] = {}
+        #: the pass makes no new call and sends no new task (see the module docstring)
+        self.frozen = False
+        #: human tasks (request key -> item id) the pass is waiting for
+        self.blocking: dict[str, str] = {}
+        #: human tasks (request key -> item id) the pass asked for
+        self.asked_human: dict[str, str] = {}
+        self._reported: set[tuple] = set()
+        self._last: dict[tuple[str, str], str] = {}
+        self._emb: dict[str, np.ndarray] = {}
+        #: a call the router planned that the ledger has no money left for (spent on calls
+        #: this pass does not reuse: an earlier pass's, a killed run's) is not made and not
+        #: written, only counted in ``not_made`` (False: written as a refused call); the
+        #: runner then hands the paid machine answers to the router as prior outcomes
+        self.skip_unpaid = False
+        self.not_made = 0
+        self._loop = shared_loop()
+        #: known labels of control items (the items file's gold column), to check people
+        self.gold = {k: v for k, v in (gold or {}).items() if isinstance(v, str)}
+        self.book = HumanBook(ledger)
+        self.collector = AnswerCollector(self) if human is not None else None
+
+    # -- AnnotationSource ------------------------------------------------------
+    def price(self, annotator: str) -> float:
+        if self.human is not None and annotator == self.human.name:
+            return self.human.task_price
+        return self.annotators[annotator].price()
+
+    def confidence_price(self, annotator: str) -> float:
+        a = self.annotators.get(annotator)
+        return a.confidence_price() if a is not None and a.gives_confidence else 0.0
+
+    def is_available(self, annotator: str) -> bool:
+        """False once an endpoint is declared dead (routers should drop that arm)."""
+        a = self.annotators.get(annotator)
+        return True if a is None else a.available
+
+    def annotate(self, item_id: str, annotator: str) -> Outcome:
+        return self.annotate_many([(item_id, annotator)])[0]
+
+    def annotate_many(self, requests: list[tuple[str, str]]) -> list[Outcome]:
+        if not requests:
+            return []
+        frozen = self.frozen
+        outs = self._loop.run(self._many(requests))
+        if not frozen and len(self.blocking) >= self.queue_depth:
+            self.frozen = True  # the queue is full: later decisions wait for answers
+        return outs
+
+    @property
+    def waiting(self) -> bool:
+        """The pass waits for human answers (frozen, or ended with tasks pending)."""
+        return self.frozen or bool(self.blocking)
+
+    def confidence(self, item_id: str, annotator: str) -> Outcome:
+        return self._loop.run(self._confidence(item_id, annotator))
+
+    def embed_outputs(self, texts: list[str]) -> np.ndarray:
+        from quorum.models.embedders import embed
+
+        missing = [t for t in dict.fromkeys(texts) if t not in self._emb]
+        if missing:
+            for t, v in zip(missing, embed(missing), strict=True):
+                self._emb[t] = v
+        return np.stack([self._emb[t] for t in texts]) if texts else np.zeros((0, 384))
+
+    # -- passes --------------------------------------------------------------
+    def begin_pass(self) -> None:
+        """A new routing pass: nothing frozen, nothing asked yet, money from the ledger."""
+        self.frozen = False
+        self.not_made = 0
+        self.blocking = {}
+        self.asked_human = {}
+        self.guard.sync()
+        self.stats.items_ok = set()
+
+    def prior_outcomes(self) -> list[Outcome]:
+        """Answers the router gets before it starts, charged to its budget: machine answers
+        and human answers to tasks an earlier pass paid for that no later complete pass
+        asked for; used as labels and rewards, never asked or paid again (see
+        :class:`~quorum.routing.core.recorder.CallRecorder`). So the router never plans the money
+        the ledger spent on them."""
+        out = []
+        calls = self.ledger.given_calls()
+        for r in calls.to_dict("records"):
+            if r["item_id"] in self.items and r["annotator"] in self.annotators:
+                ok = r["status"] == "ok"
+                out.append(Outcome(r["item_id"], r["annotator"], r["output"] if ok else None,
+                                   float(r["cost"] or 0.0), status="ok" if ok else "unparseable",
+                                   raw=r["response_raw"]))  # fmt: skip
+        if self.human is None:
+            return out
+        tasks = self.ledger.human_tasks("answered")
+        tasks = tasks[(tasks["given"] == 1) & tasks["item_id"].isin(list(self.items))]
+        for r in tasks.to_dict("records"):
+            cost = self._task_cost(r["request_key"])
+            out.append(Outcome(r["item_id"], self.human.name, r["label"], cost, raw=r["raw"]))
+        return out
+
+    # -- human answers ---------------------------------------------------------
+    def collect_answers(self) -> Collected:
+        """Read the human queue and attach every answer to its task in the ledger
+        (:class:`~quorum.live.humans.collector.AnswerCollector`: slots, late answers, timeouts,
+        reliabilities and votes), independent of any routing pass."""
+        if self.collector is None:
+            return Collected()
+        got = self.collector.collect()
+        self.guard.sync()
+        return got
+
+    def human_quality(self) -> float | None:
+        """The human arm's estimated quality for the router (None: keep its default)."""
+        return None if self.collector is None else self.collector.arm_quality()
+
+    def next_expiry(self) -> float | None:
+        return None if self.collector is None else self.collector.next_expiry()
+
+    def _task_cost(self, key: str) -> float:
+        """What a human task cost (paid and held) as the router sees it: at most the k
+        labels it reserved. Late labels beyond them are paid from money nobody held; the
+        ledger (and so the project guard) counts them, the router's own budget does not."""
+        assert self.human is not None
+        cap = to_units(self.human.task_price)
+        return from_units(min(self.book.cost_units(key), cap))
+
+    # -- the public face the answer collector uses (quorum.live.humans.collector.AnswerSink) --
+    def room(self, units: int) -> bool:
+        """Whether the budget has ``units`` left beside what is paid, held and reserved."""
+        return self.guard.room(units)
+
+    def commit(self, units: int) -> None:
+        self.guard.commit(units)
+
+    def late_call(self, key: str, item_id: str, slot: int, label: str, raw: str,
+                  price: float) -> int:  # fmt: skip
+        """The paid call row of a late answer that has no slot of its own yet."""
+        assert self.human is not None
+        return self.ledger.start_call(
+            self.run_id, f"{key}#{slot + 1}", "annotate", item_id, self.human.name, "human",
+            None, None, self.items[item_id].text if item_id in self.items else "",
+            {"late": True}, price, status="ok", cost=price,
+            cost_source="human price (late answer)",
+        )  # fmt: skip
+
+    def resubmit(self, key: str, item_id: str) -> None:
+        """Show a task again with who answered it so far (it still wants labels)."""
+        if self.human is not None and item_id in self.items:
+            self.human.queue.submit([self._human_task(self.items[item_id], key)])
+
+    def match(self, item: ItemView, raw: str) -> str | None:
+        return match_answer(self.human, self.task_type, item, raw)
+
+    def label_help(self, item: ItemView) -> str:
+        assert self.human is not None
+        return label_help(self.human, item)
+
+    def report(self, key: tuple, msg: str, *args: Any) -> None:
+        """Log a problem with the answers once per project (remembered in the ledger)."""
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        text = msg % args
+        if self.ledger.note_once(json.dumps(key, default=str), text):
+            log.warning("%s", text)
+
+    def resubmit_pending(self) -> int:
+        """Put every pending human task of the ledger back in the queue (start of a run)."""
+        if self.human is None:
+            return 0
+        pend = self.ledger.pending_humans()
+        tasks = [self._human_task(self.items[i], k)
+                 for i, k in zip(pend["item_id"], pend["request_key"], strict=True)
+                 if i in self.items]  # fmt: skip
+        self.human.queue.submit(tasks)
+        return len(tasks)
+
+    def withdraw_tasks(self, keys: dict[str, str]) -> None:
+        """Withdraw pending tasks no pass needs (key -> item id): the held money is freed."""
+        for key in keys:
+            self.book.stop(key, "withdrawn", "no routing pass needs it")
+        if self.human is not None and keys:
+            self.human.queue.withdraw(list(keys.values()))
+        self.guard.sync()
+
+    def close(self) -> None:
+        for a in self.annotators.values():
+            a.close()
+        if self.human is not None:
+            self.human.queue.close()
+
+    # -- the async core --------------------------------------------------------
+    async def _many(self, requests: list[tuple[str, str]]) -> list[Outcome]:
+        if (
+            not self.frozen
+            and self.human is not None
+            and any(a == self.human.name for _, a in requests)
+        ):
+            self.collect_answers()
+        try:
+            return list(await asyncio.gather(*(self._one(i, a) for i, a in requests)))
+        finally:
+            if self._to_submit and self.human is not None:
+                tasks, self._to_submit = list(self._to_submit.values()), {}
+                self.human.queue.submit(tasks)
+
+    async def _one(self, item_id: str, annotator: str) -> Outcome:
+        item = self.items[item_id]
+        if self.human is not None and annotator == self.human.name:
+            return self._human_call(item)
+        ann = self.annotators[annotator]
+        out = await self._execute(ann, ann.request(item, "annotate"))
+        if out.ok and out.output is not None:
+            self._last[(item_id, annotator)] = out.output
+        return out
+
+    async def _confidence(self, item_id: str, annotator: str) -> Outcome:
+        ann = self.annotators.get(annotator)
+        item = self.items[item_id]
+        if ann is None or not ann.gives_confidence:
+            return Outcome(item_id, annotator, None, 0.0, status="failed")
+        pred = self._last.get((item_id, annotator))
+        row = self.ledger.completed(ann.request(item, "annotate").key)
+        if row is not None and row["status"] == "ok" and row["confidence"] is not None:
+            # the answer came with logprobs over the options: its confidence, free (issue 27)
+            conf = float(row["confidence"])
+            out = Outcome(item_id, annotator, None, 0.0, confidence=conf, raw="logprobs")
+            self._event(out)
+            return out
+        if pred is None:
+            pred = row["output"] if row is not None and row["status"] == "ok" else None
+        if pred is None:
+            return Outcome(item_id, annotator, None, 0.0, status="failed", raw="no prior answer")
+        return await self._execute(ann, ann.request(item, "confidence", prediction=pred))
+
+    async def _execute(self, ann: Annotator, req: Request) -> Outcome:
+        return await self.calls.execute(ann, req, frozen=self.frozen, skip_unpaid=self.skip_unpaid)
+
+    def _overplanned(self, item_id: str, annotator: str) -> Outcome:
+        """A call the router planned that the ledger has no money left for (it went to
+        calls this pass does not reuse): not made, not written; counted in ``not_made``,
+        after the pass the runner hands those calls to the router and routes again."""
+        self.not_made += 1
+        out = Outcome(item_id, annotator, None, 0.0, status="failed", raw=NOT_MADE)
+        self._event(out)
+        return out
+
+    # -- humans ----------------------------------------------------------------
+    def _human_task(self, item: ItemView, key: str | None = None) -> HumanTask:
+        assert self.human is not None
+        return human_task(self.human, item, self.task_type, self.book, key)
+
+    def _human_call(self, item: ItemView) -> Outcome:
+        """The item's human task: its (voted) label if it has one, pending while it waits
+        (sent once, holding the price of each label wanted), failed if it expired."""
+        assert self.human is not None
+        h = self.human
+        key = task_key(h, item)
+        self.asked_human[key] = item.item_id
+        task = self.ledger.human_task(key)
+        status = task["status"] if task is not None else None
+        if status == "answered":
+            out = Outcome(item.item_id, h.name, task["label"], self._task_cost(key),
+                          raw=task["raw"])  # fmt: skip
+            self._event(out)
+            return out
+        if status == "expired":
+            out = Outcome(item.item_id, h.name, None, 0.0, status="failed",
+                          raw=f"expired: {task['note'] or 'no answer in time'}")  # fmt: skip
+            self._event(out)
+            return out
+        if self.frozen and status != "pending":
+            return Outcome(item.item_id, h.name, None, 0.0, status="pending", raw=DEFERRED)
+        if status is None or status == "withdrawn":
+            if not self.guard.hold(h.task_price):
+                if self.skip_unpaid:
+                    return self._overplanned(item.item_id, h.name)
+                return Outcome(
+                    item.item_id, h.name, None, 0.0, status="failed", raw="project budget reached"
+                )
+            if status is None:
+                ids = [
+                    self.ledger.start_call(
+                        self.run_id, key if j == 0 else f"{key}#{j + 1}", "annotate",
+                        item.item_id, h.name, "human", None, None, item.text,
+                        {"queue": type(h.queue).__name__, "slot": j}, h.price, status="pending",
+                        cost=h.price, cost_source="human price (held until answered)",
+                    )
+                    for j in range(h.labels_per_item)
+                ]  # fmt: skip
+                self.ledger.queue_human(key, item.item_id, h.name, ids, h.price)
+            else:
+                self.book.reopen(key, h.price)
+            self.guard.settle(h.task_price, h.task_price)
+            self._to_submit[item.item_id] = self._human_task(item, key)
+        cost = self._task_cost(key)
+        if not self.frozen:
+            self.blocking[key] = item.item_id
+        out = Outcome(item.item_id, h.name, None, cost, status="pending")
+        self._event(out)
+        return out
+
+    def _event(self, out: Outcome) -> None:
+        self.stats.count(out)
+        if self.on_event is not None:
+            try:
+                self.on_event(out, self.stats)
+            except Exception:  # a display problem must never break a run
+                log.debug("progress callback failed", exc_info=True)

@@ -1,0 +1,254 @@
+"""Quality checks and the target-quality mode of ``quorum annotate`` (docs/quality.md).
+
+- :class:`LiveChecks`: :class:`~quorum.quality.checks.QualityChecks` whose sample is the
+  first machine-labelled items of one fixed random order of the project's items (a hash
+  of the seed and the item id). Given the machine-labelled set M, that is a simple random
+  sample of M (the order is independent of the router), and a pass whose M changed a
+  little (a settle pass, a higher rung of the target's ladder, a resumed run) asks again
+  for the checks it already bought instead of drawing new ones.
+- :class:`LiveTarget`: the target mode's budget ladder, kept in the ledger (``meta``
+  ``target``) so that a resumed run goes on at the rung it had reached, with the checks
+  already bought (the ledger answers them again) and the looks already made.
+- :func:`route_pass`: one routing pass with the checks (and the rung's budget).
+
+The truth of a check is what the human arm returns: with several labels per item, the
+vote of the item's labels weighted by each person's reliability
+(:mod:`quorum.live.humans.reliability`, refitted as labels come), so every pass scores the
+checks against the current vote.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from quorum.live.project.config import ProjectConfig
+from quorum.quality.checks import QualityChecks
+from quorum.quality.target import TARGET_CHECKS, TargetQuality, _more_money
+from quorum.routing.core.base import Router, RoutingProblem, RoutingResult
+from quorum.routing.core.budget import Budget, from_units
+
+log = logging.getLogger("quorum.live")
+
+#: the ledger ``meta`` key of the target mode's state
+META_KEY = "target"
+
+
+class LiveChecks(QualityChecks):
+    """Checks drawn in one fixed random order of the items (see the module docstring)."""
+
+    def draw_order(self, machine_items: list[str], seed: int = 0) -> np.ndarray:
+        keys = [_rank(self.stream, seed, i) for i in machine_items]
+        return np.argsort(np.asarray(keys, dtype=np.uint64), kind="stable")
+
+
+def _rank(stream: int, seed: int, item_id: str) -> int:
+    h = hashlib.blake2b(f"{stream}\x00{seed}\x00{item_id}".encode(), digest_size=8)
+    return int.from_bytes(h.digest(), "big")
+
+
+def plain_checks(cfg: ProjectConfig) -> LiveChecks | None:
+    """The checks of a run without a target: ``[budget] quality_checks`` of the human
+    labels the budget can buy (at most that share, not the replay cap of 5 %), none from
+    money the router leaves (live money the router did not need stays unspent)."""
+    share = cfg.budget.quality_checks
+    if not share:
+        return None
+    return LiveChecks(share=share, max_share=max(share, 0.05), confidence=cfg.budget.level,
+                      use_leftover=False)  # fmt: skip
+
+
+@dataclass
+class LiveTarget:
+    """The target mode's ladder (:class:`~quorum.quality.target.TargetQuality`) in a live
+    run: the rung, the looks made, and how it ended (``state``: climbing, reached or
+    not_reached). Each look's lower bound is one-sided at 1 - alpha / K (Bonferroni over
+    the K planned looks)."""
+
+    target: float
+    confidence: float
+    ceiling: float
+    ladder: tuple[float, ...] = TargetQuality(0.5).ladder
+    step: int = 0
+    looks: list[dict[str, Any]] = field(default_factory=list)
+    state: str = "climbing"
+    more_money: float | None = None
+    message: str = ""
+
+    @classmethod
+    def of(cls, cfg: ProjectConfig, ledger: Any) -> LiveTarget | None:
+        """The project's target state from the ledger, or a new ladder (None: no target).
+        A different target, confidence or budget starts a new ladder."""
+        b = cfg.budget
+        if b.target_quality is None:
+            return None
+        new = cls(b.target_quality, b.level, b.limit)
+        rows = ledger.query("SELECT value FROM meta WHERE key=?", (META_KEY,))
+        if not rows:
+            return new
+        old = cls(**json.loads(rows[0]["value"]))
+        if (old.target, old.confidence, old.ceiling) == (new.target, new.confidence, new.ceiling):
+            return old
+        log.warning("target, confidence or budget changed since the last run: a new ladder "
+                    "(the calls already paid are reused)")  # fmt: skip
+        return new
+
+    @property
+    def rule(self) -> TargetQuality:
+        return TargetQuality(self.target, self.confidence, self.ladder)
+
+    @property
+    def share(self) -> float:
+        return self.ladder[self.step]
+
+    def checks(self) -> LiveChecks:
+        """The checks of a look: more than a plain run's (the stop rests on the lower
+        bound), at the look's level (two-sided 1 - 2 alpha / K)."""
+        return LiveChecks(**TARGET_CHECKS, confidence=self.rule.look_confidence())
+
+    def rung(self, problem: RoutingProblem, budget: Budget) -> tuple[RoutingProblem, Budget]:
+        """The problem and budget of the current rung: its share of the ceiling (and, in
+        the auditor setting, of the human labels)."""
+        share = self.share
+        hl = budget.human_limit
+        rung = Budget(self.ceiling * share, human_limit=None if hl is None else int(hl * share))
+        if budget.spent > 0:  # charged interrupted calls
+            rung.charge(min(budget.spent, rung.remaining))
+        if problem.human_budget is not None:
+            problem = dataclasses.replace(problem, human_budget=int(problem.human_budget * share))
+        return problem, rung
+
+    def look(self, result: RoutingResult, spent: float) -> bool:
+        """Look at a complete pass of the current rung; True: climb and route again."""
+        if self.state != "climbing" or "quality" not in result.info:
+            return False
+        q = result.info["quality"]
+        self.looks.append({
+            "share": self.share, "limit": round(self.ceiling * self.share, 9),
+            "spent": round(spent, 9), "estimate": q["quality_estimate"],
+            "low": q["quality_low"], "high": q["quality_high"],
+            "n_checks": q["quality_n_checks"],
+        })  # fmt: skip
+        if q["quality_low"] >= self.target:
+            self.state = "reached"
+        elif self.step + 1 < len(self.ladder):
+            self.step += 1
+            log.info("look %d of %d: lower bound %.3f below the target %.3f; spending up to "
+                     "%.4g of the budget", len(self.looks), len(self.ladder), q["quality_low"],
+                     self.target, self.ceiling * self.share)  # fmt: skip
+            return True
+        else:
+            self.state = "not_reached"
+            self.more_money = _more_money(self.looks, self.target)
+        self.message = self._words(q)
+        return False
+
+    def _words(self, q: dict[str, Any]) -> str:
+        k, n = len(self.looks), len(self.ladder)
+        spent = self.looks[-1]["spent"]
+        at = f"{self.confidence:.0%} confidence"
+        if self.state == "reached":
+            early = "; spending stopped early" if k < n else ""
+            return (f"target {self.target:.3f} reached at {at} at look {k} of {n}: lower bound "
+                    f"{q['quality_low']:.3f}, spent {spent:.4g} of the budget "
+                    f"{self.ceiling:.4g}{early}")  # fmt: skip
+        more = (
+            f"; about {self.more_money:.4g} more money would reach it if the lower bound kept "
+            "rising as over the last look"
+            if self.more_money is not None
+            else "; the lower bound did not rise over the last look, so more money alone may "
+            "not reach it"
+        )
+        return (f"target {self.target:.3f} not reached within the budget {self.ceiling:.4g}: "
+                f"estimate {q['quality_estimate']:.3f}, lower bound {q['quality_low']:.3f} "
+                f"at {at}" + more)  # fmt: skip
+
+    def looked(self, result: RoutingResult, ledger: Any) -> bool:
+        """After a complete, settled pass: look (:meth:`look`) and keep the state in the
+        ledger; True: the run climbed a rung and routes again."""
+        if self.state != "climbing":
+            return False
+        climb = self.look(result, from_units(ledger.money_units()["committed"]))
+        self.save(ledger)
+        if not climb and self.message:
+            log.info("%s", self.message)
+        return climb
+
+    def save(self, ledger: Any) -> None:
+        with ledger.tx() as c:
+            c.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                      (META_KEY, json.dumps(dataclasses.asdict(self))))  # fmt: skip
+
+    def row(self) -> dict[str, Any]:
+        """What the run summary, ``status --json`` and the report carry."""
+        last = self.looks[-1] if self.looks else {}
+        saved = self.ceiling - last["spent"] if self.state == "reached" else None
+        return {
+            "target_quality": self.target, "confidence": self.confidence,
+            "state": self.state, "reached": self.state == "reached",
+            "looks": len(self.looks), "planned_looks": len(self.ladder),
+            "rung": self.step + 1, "rung_limit": round(self.ceiling * self.share, 9),
+            "ceiling": self.ceiling, "spent": last.get("spent"),
+            "saved": None if saved is None else round(saved, 9),
+            "lower_bound": last.get("low"), "more_money": self.more_money,
+            "message": self.message, "steps": list(self.looks),
+        }  # fmt: skip
+
+
+def route_pass(
+    cfg: ProjectConfig,
+    router: Router,
+    problem: RoutingProblem,
+    source: Any,
+    budget: Budget,
+    target: LiveTarget | None = None,
+) -> RoutingResult:
+    """One pass of the router: on the rung's budget (target mode) less the checks' money;
+    the random checks are asked once the pass is complete (not waiting for a person)."""
+    if target is not None:
+        problem, budget = target.rung(problem, budget)
+    checks = target.checks() if target is not None else plain_checks(cfg)
+    if checks is None:
+        return router.route(problem, source, budget, seed=cfg.seed)
+    inner_problem, inner, n = checks.split(problem, budget, source)
+    result = router.route(inner_problem, source, inner, seed=cfg.seed)
+    if source.waiting:  # the pass waits for a person: its labels are not final yet
+        return result
+    return checks.check(result, problem, source, budget, n, seed=cfg.seed)[0]
+
+
+def target_status(saved: str | None) -> dict[str, Any] | None:
+    """``status --json``'s ``target``: the ladder's state kept in the ledger (None where
+    the project never ran with a target)."""
+    if not saved:
+        return None
+    try:
+        return LiveTarget(**json.loads(saved)).row()
+    except (ValueError, TypeError):
+        return None
+
+
+def quality_lines(q: dict[str, Any] | None, t: dict[str, Any] | None) -> list[str]:
+    """The lines ``quorum annotate`` and ``quorum status`` print about the estimate and the
+    target (none without them)."""
+    out = []
+    if q:
+        out.append(
+            f"labels' quality (vs the human label): {q['quality_estimate']:.3f}, "
+            f"{q['quality_confidence']:.0%} interval {q['quality_low']:.3f}-"
+            f"{q['quality_high']:.3f}, from {q['quality_n_checks']} random checks"
+            + (f" ({q['pending_checks']} waiting)" if q.get("pending_checks") else "")
+        )
+    if t:
+        out.append(t["message"] or (
+            f"target {t['target_quality']:.3f} at {t['confidence']:.0%} confidence: rung "
+            f"{t['rung']} of {t['planned_looks']} (spending up to {t['rung_limit']:.4g} of "
+            f"{t['ceiling']:.4g}), {t['looks']} look(s) so far"
+        ))  # fmt: skip
+    return out

@@ -1,0 +1,16 @@
+"""The audit path: the cheapest LLM on every item, humans on its likeliest errors.
+
+Modules:
+
+- ``auditing``: Auditing: which items of the cheapest LLM most likely are errors, and how many
+  humans.
+- ``label_state``: A QUORUM run's label model: P(y | x, answers) from the human labels bought so
+  far.
+- ``one_shot``: The one-shot audit: humans on the cheapest LLM's likeliest errors, ranked once
+  from the calibration errors (Algorithm 2; the auditor ordering ``auditor_rule``), the LLM on
+  the rest. Used where the label model is off (``audit_llm_first=False``, summaries, problems
+  above ``label_model_max_items``); the audit plans are
+  :mod:`~quorum.routing.quorum.audit.plans`.
+- ``plans``: The audit plans: how the cheapest LLM and the humans share the items left to audit
+  (auditor setting; dollars when the panel is dominated; labels, label model on).
+"""

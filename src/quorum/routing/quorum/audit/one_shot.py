@@ -1,0 +1,93 @@
+"""The one-shot audit: humans on the cheapest LLM's likeliest errors, ranked once from
+the calibration errors (Algorithm 2; the auditor ordering ``auditor_rule``), the LLM on
+the rest. Used where the label model is off (``audit_llm_first=False``, summaries,
+problems above ``label_model_max_items``); the audit plans are
+:mod:`~quorum.routing.quorum.audit.plans`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from quorum.routing.quorum.audit.auditing import (
+    audit_human_count,
+    calibration_error_mask,
+    cost_match_give_up,
+    error_order,
+)
+from quorum.routing.quorum.run import QuorumRun
+
+__all__ = ["calibration_errors", "error_ranked", "one_shot_auditor", "one_shot_dollars"]
+
+
+def calibration_errors(run: QuorumRun, cal: list[int], cheap: str) -> tuple[list[int], list[int]]:
+    """Calibration items with a human label, and those where ``cheap`` got it wrong."""
+    judged, sims = [], []
+    for t in cal:
+        outs = run.answers.outputs(t)
+        y = outs.get(run.human)
+        if y is not None:
+            judged.append(t)
+            sims.append(run.answers.similarity(outs.get(cheap), y))
+    wrong = calibration_error_mask(np.array(sims), run.summ, run.cfg.summary_error_quantile)
+    errs = [t for t, w in zip(judged, wrong, strict=True) if w]
+    run.report.calibration_errors = len(errs)
+    return judged, errs
+
+
+def error_ranked(
+    run: QuorumRun, rest: np.ndarray, judged: list[int], errs: list[int]
+) -> np.ndarray:
+    """``rest``, likeliest errors of the cheapest LLM first (``auditor_rule``)."""
+    cfg = run.cfg
+    space = run.p.embeddings if cfg.auditor_space == "embedding" else None
+    if space is None:
+        space = run.p.phi
+    judged_a = np.asarray(judged, dtype=int)
+    order, how = error_order(
+        rest,
+        judged_a,
+        np.isin(judged_a, errs),
+        space,
+        rule=cfg.auditor_rule,
+        k=cfg.auditor_k,
+        cosine=cfg.auditor_space == "embedding",
+        max_pairs=cfg.auditor_max_pairs,
+    )
+    run.report.auditor_order = how
+    return order
+
+
+def one_shot_dollars(run: QuorumRun, cal: list[int], rest: np.ndarray, cheap: str) -> None:
+    """Dollars: as many humans as the money leaves after the LLM on every other item,
+    on its likeliest errors (summaries with ``summary_audit="random"``: in random order)."""
+    n_h = audit_human_count(
+        run.budget.remaining,
+        len(rest),
+        run.rec.price(cheap),
+        run.spend.c_h,
+        run.budget.humans_left,
+    )
+    judged, errs = calibration_errors(run, cal, cheap)
+    if run.summ and run.cfg.summary_audit == "random":
+        run.report.auditor_order = "random (summary_audit)"
+    else:
+        rest = error_ranked(run, rest, judged, errs)
+    # the trace keeps x_t and q_a(x_t) as in bandit routing (for the dashboard)
+    X, Q = run.contexts_now(rest, len(cal) / max(run.T, 1))
+    run.send_split(rest, n_h, cheap, "audit", X, Q)
+
+
+def one_shot_auditor(
+    run: QuorumRun, cal: list[int], rest: np.ndarray, cheap: str, n_h: int
+) -> None:
+    """Auditor: the ``n_h`` human labels left on the likeliest errors; with
+    ``auditor_cost_match``, fewer, so that calibration's LLM answers are paid for."""
+    sp = run.spend
+    judged, errs = calibration_errors(run, cal, cheap)
+    if run.cfg.auditor_cost_match and len(cal) and sp.c_h > sp.c_min:
+        give_up = cost_match_give_up(len(cal), sp.c_min, sp.c_h)
+        n_h = max(0, n_h - give_up)
+        run.report.human_labels_given_up = give_up
+    rest = error_ranked(run, rest, judged, errs)
+    run.send_split(rest, n_h, cheap, "error-centroid")

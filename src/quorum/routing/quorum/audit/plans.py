@@ -1,0 +1,258 @@
+"""The audit plans: how the cheapest LLM and the humans share the items left to audit
+(auditor setting; dollars when the panel is dominated; labels, label model on).
+
+Each plan is an object with one job, chosen once from ``dollars_audit_plan`` /
+``auditor_audit_plan`` (:func:`audit_plan`):
+
+- :class:`LlmFirst`: the cheapest LLM answers every item, then humans go, in rounds, to
+  the items whose label is likeliest wrong under the label model;
+- :class:`HumansInstead`: each item gets one answer, a human's or the LLM's; humans go,
+  in rounds, to the items whose label model prior is least sure;
+- :class:`HumansOnly`: no more LLM answers, the money buys humans only;
+- :class:`Check`: both plans' choice of humans on a sample, then the plan that fixed more
+  labels per unit of money there.
+
+:func:`audit` runs a plan, after the one switch the data can make: where the cheapest
+LLM's answers add less than the human labels their price buys (``llm_sample``,
+:func:`llm_adds_little`), "humans-only" whatever the plan.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import Counter
+
+import numpy as np
+
+from quorum.routing.core.budget import affordable_count, cap_humans
+from quorum.routing.core.label_model import label_indices
+from quorum.routing.quorum.audit.auditing import round_sizes
+from quorum.routing.quorum.params import QuorumParams
+from quorum.routing.quorum.run import QuorumRun
+
+__all__ = ["AuditPlan", "Check", "HumansInstead", "HumansOnly", "LlmFirst", "audit", "audit_plan"]
+
+_NONE = np.zeros(0, dtype=int)
+
+
+class AuditPlan(ABC):
+    """Audit the items ``rest`` with the cheapest LLM ``cheap`` and at most ``n_h`` humans
+    (None: as many as the money buys). ``trace_q``: the trace keeps x_t and q_a(x_t) of the
+    LLM's items, as in bandit routing (dollars, for the dashboard)."""
+
+    name = ""
+
+    def __init__(self, cfg: QuorumParams, trace_q: bool = False) -> None:
+        self.cfg = cfg
+        self.trace_q = trace_q
+
+    @abstractmethod
+    def run(self, run: QuorumRun, rest: np.ndarray, cheap: str, n_h: int | None) -> str:
+        """Buy the plan's answers; returns the name of the plan taken."""
+        raise NotImplementedError
+
+
+class LlmFirst(AuditPlan):
+    """The cheapest LLM on every item of ``rest``, then humans in ``audit_rounds`` rounds
+    on the items whose label is likeliest wrong (those of ``rest`` and ``answered``, items
+    the LLM has already answered)."""
+
+    name = "llm-first"
+
+    def run(self, run, rest, cheap, n_h, answered: np.ndarray = _NONE) -> str:
+        X = Q = None
+        if self.trace_q:
+            X, Q = run.contexts_now(rest, (run.T - len(rest)) / max(run.T, 1))
+        run.buy(rest, cheap, "llm", X, Q)
+        c_h = run.spend.c_h
+        n_afford = affordable_count(run.budget.remaining, c_h) if c_h > 0 else len(rest)
+        n_h = n_afford if n_h is None else min(n_h, n_afford)
+        n_h = cap_humans(n_h, run.budget.humans_left)
+        pool = np.asarray(rest, dtype=int)
+        if len(answered):
+            pool = np.concatenate([np.asarray(answered, dtype=int), pool])
+        run.report.auditor_order = "label-model posterior, rounds"
+        buy_in_rounds(run, pool, max(0, min(n_h, len(pool))), run.labels.wrong_probability)
+        return self.name
+
+
+class HumansInstead(AuditPlan):
+    """Every item of ``rest`` gets one answer, a human's or the cheapest LLM's, so the
+    money buys (M - U c_l) / (c_H - c_l) humans (U: the items of ``rest`` the LLM has not
+    answered); in ``audit_rounds`` rounds humans go to the items whose label model prior
+    p(y | x) is least sure (refitted after each round), and the LLM answers the rest."""
+
+    name = "humans-instead"
+    #: the cheapest LLM answers the items no human got
+    llm_rest = True
+
+    def run(self, run, rest, cheap, n_h) -> str:
+        pool = np.asarray(rest, dtype=int)
+        c_l = run.rec.price(cheap) if self.llm_rest else 0.0
+        spare = run.budget.remaining - run.answers.not_asked(pool, cheap) * c_l
+        step = run.spend.c_h - c_l
+        n = affordable_count(spare, step) if step > 0 and spare > 0 else 0
+        if n_h is not None and not self.llm_rest:
+            n = min(n, n_h)
+        n = cap_humans(n, run.budget.humans_left)
+        run.report.auditor_order = "label-model prior, rounds"
+        pool = buy_in_rounds(run, pool, max(0, min(n, len(pool))), run.labels.prior_doubt)
+        if self.llm_rest:
+            run.buy(pool, cheap, "llm")
+        return self.name
+
+
+class HumansOnly(HumansInstead):
+    """No LLM answers: the money buys M / c_H humans (at most ``n_h``); the items nobody
+    was asked on are labelled by
+    :meth:`~quorum.routing.quorum.audit.label_state.LabelModelState.unasked_labels`."""
+
+    name = "humans-only"
+    llm_rest = False
+
+
+class Check(AuditPlan):
+    """Both plans' choice of humans on a random sample, then the plan whose humans changed
+    more labels there per unit of money.
+
+    The cheapest LLM answers ``audit_check_share`` of ``rest`` (in random order), and the
+    sample gets the humans "llm-first" would afford on it: half go to the items whose
+    label is likeliest wrong given the LLM's answer (llm-first's choice), half to those
+    whose label model prior p(y | x) is least sure (humans-instead's choice, made
+    without the answer). Each half's share of labels the human changed (Beta(1, 1)),
+    p_first and p_instead, is what a human fixes there; "llm-first" goes on iff
+    p_first / c_H >= p_instead / (c_H - c_l), the fixes per unit of money (a human
+    bought instead of the LLM costs c_H - c_l more than the LLM alone). Where the
+    sample would get fewer than ``audit_check_min`` humans, nothing is sampled and the
+    run goes on "llm-first" (too few labels to tell)."""
+
+    name = "check"
+
+    def run(self, run, rest, cheap, n_h) -> str:
+        cfg = self.cfg
+        rest = np.asarray(rest, dtype=int)
+        c_l, c_h = run.rec.price(cheap), run.spend.c_h
+        m = int(np.ceil(cfg.audit_check_share * len(rest)))
+        todo = run.answers.not_asked(rest, cheap)
+        afford = (run.budget.remaining - todo * c_l) / c_h if c_h > 0 else 0.0
+        n_s = int(max(0.0, afford) * m / max(len(rest), 1) + 1e-9)
+        n_s = cap_humans(n_s, run.budget.humans_left)
+        first = LlmFirst(cfg, self.trace_q)
+        if n_s < cfg.audit_check_min or c_h <= c_l:
+            return first.run(run, rest, cheap, n_h)
+        sample, rest = rest[:m], rest[m:]
+        taken, answered = self._sample(run, sample, cheap, n_s)
+        if taken == first.name:
+            return first.run(run, rest, cheap, n_h, answered=answered)
+        return HumansInstead(cfg, self.trace_q).run(run, rest, cheap, None)
+
+    def _sample(
+        self, run: QuorumRun, sample: np.ndarray, cheap: str, n_s: int
+    ) -> tuple[str, np.ndarray]:
+        """Buy the sample's answers and humans; (the plan it favours, the sample's items
+        the LLM answered and no human checked)."""
+        c_l, c_h = run.rec.price(cheap), run.spend.c_h
+        run.buy(sample, cheap, "llm")
+        post = run.labels.posterior(sample)
+        guess, w = post.argmax(axis=1), 1.0 - post.max(axis=1)
+        hum, y_h = run.labels.human_labelled()
+        u = 1.0 - run.labels.prior(sample, hum, y_h).max(axis=1) if len(hum) else 0.0 * w
+        # half of the sample's humans to each plan's choice: the largest w (llm-first),
+        # the least sure prior (humans-instead, which does not see the LLM's answer)
+        by_w = np.argsort(-w, kind="stable")[: (n_s + 1) // 2]
+        order_u = np.argsort(-u, kind="stable")
+        by_u = order_u[~np.isin(order_u, by_w)][: n_s - len(by_w)]
+        pick = sample[np.concatenate([by_w, by_u])]
+        run.buy(pick, run.human, "audit")
+
+        def found(rows: np.ndarray) -> tuple[int, int]:
+            """(labels that the human changed, human labels) among the sample's ``rows``."""
+            outs = run.answers.outputs
+            y = label_indices(
+                [outs(int(sample[j])).get(run.human) for j in rows], run.labels.labels
+            )
+            ok = y >= 0
+            return int((y[ok] != guess[rows][ok]).sum()), int(ok.sum())
+
+        (f_w, n_w), (f_u, n_u) = found(by_w), found(by_u)
+        p_w, p_u = (f_w + 1.0) / (n_w + 2.0), (f_u + 1.0) / (n_u + 2.0)
+        plan = LlmFirst.name if p_w / c_h >= p_u / (c_h - c_l) else HumansInstead.name
+        run.report.audit_check = {
+            "sample": len(sample),
+            "humans": len(pick),
+            "fixed_llm_first": [f_w, n_w],
+            "fixed_humans_instead": [f_u, n_u],
+            "plan": plan,
+        }
+        return plan, sample[~np.isin(sample, pick)]
+
+
+def audit_plan(name: str, cfg: QuorumParams, trace_q: bool = False) -> AuditPlan:
+    """The plan called ``name`` ("llm-first", "humans-instead", "humans-only", "check")."""
+    plans = {p.name: p for p in (LlmFirst, HumansInstead, HumansOnly, Check)}
+    return plans[name](cfg, trace_q)
+
+
+def audit(run: QuorumRun, rest: np.ndarray, cheap: str, plan: AuditPlan, n_h=None) -> str:
+    """Audit ``rest`` by ``plan``, or by "humans-only" where the cheapest LLM's answers add
+    too little (:func:`llm_adds_little`); returns the name of the plan taken."""
+    if not isinstance(plan, HumansOnly) and llm_adds_little(run, rest, cheap):
+        return HumansOnly(plan.cfg).run(run, rest, cheap, n_h)
+    return plan.run(run, rest, cheap, n_h)
+
+
+def buy_in_rounds(run: QuorumRun, pool: np.ndarray, n_h: int, score) -> np.ndarray:
+    """``n_h`` human labels in ``audit_rounds`` rounds, each to the items of ``pool`` with
+    the highest ``score(pool)`` (refitted after each round); returns the items left."""
+    for size in round_sizes(n_h, run.cfg.audit_rounds):
+        if size <= 0 or len(pool) == 0:
+            continue
+        pick = pool[np.argsort(-score(pool), kind="stable")[:size]]
+        run.buy(pick, run.human, "audit")
+        pool = pool[~np.isin(pool, pick)]
+    return pool
+
+
+def llm_adds_little(run: QuorumRun, rest: np.ndarray, cheap: str) -> bool:
+    """``llm_sample``: True where the cheapest LLM's answers are worth less than the
+    human labels their price buys instead, judged without any label.
+
+    It answers ``llm_sample`` items (those it answered already, then the first items
+    of ``rest``, which is in random order). Its answer can take an item's label away
+    from the label model's only where it is not its commonest answer, so
+    r = (answers that differ from it + 1) / (answers + 2) bounds the accuracy it adds
+    per item; the price c_l buys c_l / c_H of a human label, which fixes the label
+    model's label with probability 1 - p_maj at most (p_maj: the commonest human
+    label's Beta(1)-smoothed share; 1/L without human labels). Returns r < (c_l / c_H)
+    (1 - p_maj) and reports the numbers (``info["llm_sample"]``). When True, the items
+    nobody is asked on get the label model's ``unasked_labels``."""
+    cfg, labels = run.cfg, run.labels.labels
+    if cfg.llm_sample <= 0 or cfg.label_model_vote == "off" or not labels:
+        return False
+    c_l, c_h = run.rec.price(cheap), run.spend.c_h
+    if c_h <= c_l:
+        return False
+    need = max(0, cfg.llm_sample - int(run.answers.asked(np.arange(run.T), cheap).sum()))
+    if need:
+        run.buy(np.asarray(rest, dtype=int)[:need], cheap, "llm")
+    outs = (run.answers.outputs(t) for t in range(run.T))
+    answers = [o[cheap] for o in outs if cheap in o]
+    if not answers:
+        return False
+    mode, common = Counter(answers).most_common(1)[0]
+    r = (len(answers) - common + 1.0) / (len(answers) + 2.0)
+    _, y_h = run.labels.human_labelled()
+    L = len(labels)
+    p_maj = (np.bincount(y_h, minlength=L).max() + 1.0) / (len(y_h) + L) if len(y_h) else 1 / L
+    worth = c_l / c_h * (1.0 - p_maj)
+    run.report.llm_sample = {
+        "answers": len(answers),
+        "differ_from_commonest": len(answers) - common,
+        "r": float(r),
+        "humans_worth": float(worth),
+        "humans_only": bool(r < worth),
+    }
+    if r >= worth:
+        return False
+    run.labels.unasked_label_ = mode if mode in labels else None
+    return True
