@@ -24,9 +24,10 @@ import pandas as pd
 from quorum.data.schema import TaskType
 from quorum.live.machines.calls import Redactor
 from quorum.live.machines.llm import LLMAnnotator
-from quorum.live.machines.parsing import LabelParser
-from quorum.live.machines.prompts import ItemView, PromptBuilder, PromptTemplate
+from quorum.live.machines.prompts import PromptBuilder, PromptTemplate
 from quorum.live.project.annotators import AnnotatorConfig
+from quorum.tasks.base import ItemView
+from quorum.tasks.parsing import LabelParser
 
 LABELS = ["0", "1"]
 NAMES = {"0": "negative", "1": "positive"}

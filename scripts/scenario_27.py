@@ -212,8 +212,9 @@ def main() -> None:
         for p in people:
             p.stop.set()
         exp = out / "labels.jsonl"
-        subprocess.run([sys.executable, "-m", "quorum.cli.main", "export", str(pfile), "-f", "jsonl",
-                        "-o", str(exp)], env=env, check=False, capture_output=True)  # fmt: skip
+        subprocess.run([sys.executable, "-m", "quorum.cli.main", "export", str(pfile),
+                        "-f", "jsonl", "-o", str(exp)], env=env, check=False,
+                       capture_output=True)  # fmt: skip
         lab = pd.read_json(exp, lines=True, dtype={"item_id": str, "label": str})
         lab["label"] = lab["label"].where(lab["label"].notna() & (lab["label"] != "None"))
         con = sqlite3.connect(out / ".quorum" / "ledger.sqlite")

@@ -316,7 +316,8 @@ def main() -> None:
             "beyond_k_recorded_not_paid": int((slots["status"] == "extra").sum()),
             "max_paid_labels_per_task": max_paid,
         }
-        st = subprocess.run([sys.executable, "-m", "quorum.cli.main", "status", str(proj), "--json"],
+        st = subprocess.run([sys.executable, "-m", "quorum.cli.main", "status", str(proj),
+                             "--json"],
                             env=e, capture_output=True, text=True)  # fmt: skip
         status = json.loads(st.stdout) if st.returncode == 0 else {"error": st.stderr[-500:]}
         figures["status"] = {k: status.get(k) for k in ("line", "spent", "budget", "calls",

@@ -39,16 +39,17 @@ from live_servers.fixtures import (
 )
 from quorum.data.schema import TaskType
 from quorum.errors import ConfigError
-from quorum.live.humans.queue import HumanAnswer, HumanTask, match_label
+from quorum.live.humans.queue import HumanAnswer, HumanTask
 from quorum.live.labelstudio.client import LabelStudioClient, LabelStudioError
 from quorum.live.labelstudio.page import ITEM_KEY, label_config, project_title, shown, unshown
 from quorum.live.labelstudio.queue import LabelStudioHumanQueue
 from quorum.live.labelstudio.server import LabelStudioServer, find_label_studio
-from quorum.live.machines.prompts import ItemView
 from quorum.live.outputs.export import export_frame
 from quorum.live.outputs.status import status
 from quorum.live.project.config import load_project
 from quorum.live.run.runner import annotate
+from quorum.tasks.base import ItemView
+from quorum.tasks.classification import match_label
 
 pytestmark = pytest.mark.labelstudio
 

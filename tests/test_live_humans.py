@@ -17,12 +17,12 @@ import pandas as pd
 import pytest
 
 from live_servers.fixtures import SST2_TASK, quorum, sst2_items, write_project
-from quorum.live.humans.queue import match_label
 from quorum.live.outputs.export import export_frame
 from quorum.live.outputs.files import export
 from quorum.live.outputs.status import status
 from quorum.live.project.config import load_project
 from quorum.live.run.runner import annotate
+from quorum.tasks.classification import match_label
 
 NAMES = {"0": "negative", "1": "positive"}
 LOCAL = [

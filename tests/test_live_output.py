@@ -14,9 +14,10 @@ from quorum.data.schema import TaskType
 from quorum.live.machines.calls import Redactor
 from quorum.live.machines.llm import LLMAnnotator
 from quorum.live.machines.output import OutputConstraint
-from quorum.live.machines.parsing import LabelParser
-from quorum.live.machines.prompts import ItemView, PromptBuilder, PromptTemplate
+from quorum.live.machines.prompts import PromptBuilder, PromptTemplate
 from quorum.live.project.annotators import AnnotatorConfig
+from quorum.tasks.base import ItemView
+from quorum.tasks.parsing import LabelParser
 from test_live_e2e import smollm2  # noqa: F401 - the real llama.cpp server fixture
 
 LABELS, NAMES = ["0", "1"], {"0": "negative", "1": "positive"}

@@ -6,8 +6,9 @@ import pytest
 
 from quorum.data.schema import TaskType
 from quorum.errors import ConfigError
-from quorum.live.machines.parsing import LabelParser, parse_confidence, parse_summary
-from quorum.live.machines.prompts import ItemView, PromptBuilder, PromptTemplate, default_template
+from quorum.live.machines.prompts import PromptBuilder, PromptTemplate, default_template
+from quorum.tasks.base import ItemView
+from quorum.tasks.parsing import LabelParser, parse_confidence, parse_summary
 
 SST = LabelParser(["0", "1"], {"0": "negative", "1": "positive"})
 AG = LabelParser(

@@ -29,11 +29,12 @@ from quorum.data.schema import TaskType
 from quorum.errors import ConfigError
 from quorum.live.labelstudio.client import LabelStudioClient
 from quorum.live.labelstudio.queue import LabelStudioHumanQueue
-from quorum.live.machines.prompts import ItemView, PromptBuilder, PromptTemplate
+from quorum.live.machines.prompts import PromptBuilder, PromptTemplate
 from quorum.live.outputs.export import export_frame
 from quorum.live.outputs.status import status
 from quorum.live.project.config import load_project
 from quorum.live.run.runner import annotate
+from quorum.tasks.base import ItemView
 
 NAMES = {"0": "negative", "1": "positive"}
 KW = {"name": "kw", "kind": "model", "model": "live_servers.models:keyword_sentiment"}

@@ -9,10 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quorum.errors import BudgetExceededError
-from quorum.routing.core.aggregation import CentroidSummary, WeightedMajorityVote, disagreement
 from quorum.routing.core.budget import Budget
 from quorum.routing.quorum.policy import EpsilonGreedyPolicy
 from quorum.routing.quorum.posterior import BayesianLinearPosterior
+from quorum.tasks.classification import WeightedMajorityVote, disagreement
+from quorum.tasks.summarization import CentroidSummary
 
 
 def closed_form(X, r, mu0, var0, s2):

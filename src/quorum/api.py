@@ -122,8 +122,10 @@ def _replay_prepare(dataset: Dataset, human: str, features: str, r: Router) -> A
         fs = _light_feature_set(dataset.items["text"].tolist())
     elif features != "full":
         raise ValueError(f"features must be 'full' or 'light', got {features!r}")
-    if dataset.task.type is TaskType.summarization and not r.supports_summarization:
-        raise UnsupportedTaskError(f"{r.name} needs label-based confidence: not for summaries")
+    if not r.supports(dataset.task.kind):
+        raise UnsupportedTaskError(
+            f"{r.name} needs label-based confidence: not for {dataset.task.kind.type.value}"
+        )
     llms = {a.name: None for a in dataset.task.llms}
     return prepare(dataset, annotators=llms, human=human, features=fs)
 

@@ -18,14 +18,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, Dataset, TaskSpec, TaskType
+from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, Dataset, TaskSpec
 from quorum.errors import DataValidationError, UnsupportedTaskError
 from quorum.features.summary_embeddings import SummaryEmbeddings
 from quorum.methods import make_router
-from quorum.metrics import accuracy, machine_cumulative_accuracy, rouge1
+from quorum.metrics import machine_cumulative_accuracy
 from quorum.routing.core.base import Router, RoutingProblem, RoutingResult
 from quorum.routing.core.budget import Budget, budget_for_setting
 from quorum.routing.core.replay import RecordedSource
+from quorum.tasks.base import TaskKind
 
 
 def parse_annotators(spec: str | None) -> dict[str, float | None] | None:
@@ -79,7 +80,7 @@ def select_task(
             )
         if human not in annotators:
             chosen.append(known[human].model_copy(update={"kind": "human"}))
-    elif not dataset.has_gold and task.type is not TaskType.summarization:
+    elif not dataset.has_gold and task.kind.discrete:
         raise DataValidationError(f"dataset {task.name!r} has no gold labels for --human gold")
     return task.with_annotators(chosen, human=human)
 
@@ -120,7 +121,7 @@ def prepare(
         features = extract_dataset_features(ds)
     secs = time.perf_counter() - t0
     embed_fn = None
-    if task.type is TaskType.summarization:
+    if task.kind.embeds_outputs:
         embed_fn = SummaryEmbeddings(ds)
     src = RecordedSource(ds, embed_fn=embed_fn)
     names = list(getattr(features, "names", None) or []) or None
@@ -177,12 +178,13 @@ def score(prep: Prepared, result: RoutingResult) -> dict[str, Any]:
     items = prep.dataset.items.set_index("item_id")
     out = result.labels.set_index("item_id")["output"]
     row: dict[str, Any] = {}
-    if prep.task.type is TaskType.summarization:
-        row["rouge1"] = rouge1(out, items["reference"], prep.task.language)
+    kind = prep.task.kind
+    refs = items[kind.reference_column]
+    row[kind.metric_name] = kind.metric(out, refs, prep.task.language)
+    if not kind.discrete:  # MCA counts label errors
         row["mca"] = None
     else:
-        gold = items["gold"]
-        row["accuracy"] = accuracy(out, gold)
+        gold = refs
         ref = prep.task.mca_reference
         human_items = result.labels.loc[result.labels["human"], "item_id"]
         if ref is not None:
@@ -196,14 +198,13 @@ def score(prep: Prepared, result: RoutingResult) -> dict[str, Any]:
     return row
 
 
-def check_supported(method: str, task_type: TaskType, name: str = "") -> None:
+def check_supported(method: str, kind: TaskKind, name: str = "") -> None:
     """Refuse a method that cannot run on this kind of task, before any preparation."""
     from quorum.methods import get_router_class
 
-    cls = get_router_class(method)
-    if task_type is TaskType.summarization and not cls.supports_summarization:
+    if not get_router_class(method).supports(kind):
         raise UnsupportedTaskError(
-            f"{method} needs label-based confidence and cannot run on summarization ({name})"
+            f"{method} needs label-based confidence and cannot run on {kind.type.value} ({name})"
         )
 
 
@@ -227,10 +228,10 @@ def simulate_once(
     target mode's own)."""
     checks, params = run_checks(method, params, target)
     router = make_router(method, **params)
-    if prep.task.type is TaskType.summarization and not router.supports_summarization:
+    if not router.supports(prep.task.kind):
         raise UnsupportedTaskError(
-            f"{method} needs label-based confidence and cannot run on summarization "
-            f"({prep.task.name})"
+            f"{method} needs label-based confidence and cannot run on "
+            f"{prep.task.kind.type.value} ({prep.task.name})"
         )
     problem, budget = make_problem(prep, setting, fraction, router)
     load = getattr(prep.source.embed_fn, "load", None)
@@ -346,7 +347,7 @@ def run_simulation(
             from quorum.data.loaders import load_dataset
 
             dataset = load_dataset(dataset)
-        check_supported(method, dataset.task.type, dataset.name)
+        check_supported(method, dataset.task.kind, dataset.name)
         prep = prepare(dataset, annotators, human)
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     return [simulate_once(prep, method, setting, budget, s, params)[0] for s in seed_list]

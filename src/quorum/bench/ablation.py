@@ -24,8 +24,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from quorum.data.schema import TaskType
-
 if TYPE_CHECKING:
     from quorum.simulate import Prepared
 
@@ -105,7 +103,7 @@ def _summary_uncertainty(prep: Prepared) -> tuple[np.ndarray, list[str]]:
 
 def uncertainty_features(prep: Prepared) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """(phi, embeddings, names) of the LLM-uncertainty variant."""
-    if prep.task.type is TaskType.summarization:
+    if prep.task.kind.embeds_outputs:
         raw, names = _summary_uncertainty(prep)
     else:
         raw, names = _label_uncertainty(prep)

@@ -79,18 +79,14 @@ _GROUPS: OrderedDict[tuple[str, str], _Group] = OrderedDict()
 
 def _quality(ds: Any, names: list[str]) -> dict[str, float]:
     """Accuracy (labels) or ROUGE-1 (summaries) of each annotator over all items."""
-    from quorum.data.schema import TaskType
-    from quorum.metrics import accuracy, rouge1
-
     items = ds.items.set_index("item_id")
+    kind = ds.task.kind
     out: dict[str, float] = {}
     for a in names:
         pred = ds.predictions(a)
         pred.index = ds.items["item_id"]
-        if ds.task.type is TaskType.summarization:
-            out[a] = rouge1(pred, items["reference"], ds.task.language)
-        elif "gold" in items.columns:
-            out[a] = accuracy(pred, items["gold"])
+        if kind.reference_column in items.columns:
+            out[a] = kind.metric(pred, items[kind.reference_column], ds.task.language)
     return out
 
 

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from quorum.data.schema import Dataset, TaskType
+from quorum.data.schema import Dataset
 from quorum.errors import QuorumError
 
 datasets_app = typer.Typer(
@@ -46,7 +46,7 @@ def _fail(exc: Exception) -> typer.Exit:
 
 
 def _metric(ds: Dataset) -> str:
-    return "rouge1_f" if ds.task.type is TaskType.summarization else "accuracy"
+    return ds.task.kind.metric_label
 
 
 def _scores(ds: Dataset) -> tuple[dict[str, float], dict[str, float]]:
@@ -83,6 +83,7 @@ def summarize(name: str, ds: Dataset) -> dict[str, Any]:
         "annotations": len(ds.annotations),
         "labels": ds.task.labels,
         "metric": _metric(ds),
+        "metric_short": ds.task.kind.metric_short,
         "human_price": ds.task.human_price,
         "panel": panel,
         "annotators": annotators,
@@ -128,7 +129,7 @@ def _datasets_table(rows: list[dict[str, Any]]) -> Table:
             r["language"],
             str(r["items"]),
             str(len(r["annotators"])),
-            "R1" if r["metric"] == "rouge1_f" else "acc",
+            r["metric_short"],
             panel or "-",
             others,
         )
@@ -191,7 +192,7 @@ def show_cmd(
     spec = ds.task.model_dump(mode="json", exclude_none=True)
     spec.pop("annotators", None)
     con.print(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True, width=100), markup=False)
-    metric = "R1" if info["metric"] == "rouge1_f" else "acc"
+    metric = info["metric_short"]
     con.print(f"annotators ({len(info['annotators'])}; name kind price {metric} coverage):")
     for a in info["annotators"]:
         mark = "  [panel]" if a["in_panel"] else ""

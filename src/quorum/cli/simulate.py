@@ -79,7 +79,7 @@ def simulate(
     try:
         check_fraction(setting, budget)
         ds = load_dataset(dataset)
-        check_supported(method, ds.task.type, ds.name)  # before features and embeddings
+        check_supported(method, ds.task.kind, ds.name)  # before features and embeddings
         _say_defaults(ds, dataset)
         prep = prepare(ds, parse_annotators(annotators), human)
         params = _parse_params(param)

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from quorum.errors import DataValidationError
+from quorum.tasks.base import TaskKind, TaskType
+from quorum.tasks.registry import kind_of
 
 ITEM_REQUIRED = ("item_id", "text")
 ITEM_OPTIONAL = ("gold", "choices", "reference", "language")
@@ -25,16 +26,6 @@ ANNOTATION_OPTIONAL = ("confidence", "cost", "raw")
 
 #: Annotator name that stands for "the gold label acts as a perfect human" (paper, sec. 4).
 GOLD_HUMAN = "gold"
-
-
-class TaskType(StrEnum):
-    classification = "classification"
-    multiple_choice = "multiple_choice"
-    summarization = "summarization"
-
-    @property
-    def has_labels(self) -> bool:
-        return self is not TaskType.summarization
 
 
 class AnnotatorSpec(BaseModel):
@@ -106,6 +97,11 @@ class TaskSpec(BaseModel):
         return self
 
     # -- convenience -------------------------------------------------------
+    @property
+    def kind(self) -> TaskKind:
+        """The task's kind (:mod:`quorum.tasks`): what differs between kinds lives there."""
+        return kind_of(self.type, self.labels, self.label_names)
+
     def annotator(self, name: str) -> AnnotatorSpec:
         for a in self.annotators:
             if a.name == name:

@@ -26,9 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from quorum.data.schema import TaskType
 from quorum.quality.estimators import Interval, QualityEstimate, estimate_from
-from quorum.quality.predicted import CorrectnessModel, exact_match, rouge1_scorer
+from quorum.quality.predicted import CorrectnessModel
 from quorum.routing.core.base import AnnotationSource, Router, RoutingProblem, RoutingResult
 from quorum.routing.core.budget import Budget
 
@@ -191,15 +190,14 @@ class QualityChecks:
         """Buy up to ``n`` random checks after ``result`` and estimate its quality."""
         task = problem.task
         c_h = source.price(task.human)
-        summaries = task.type is TaskType.summarization
-        scorer = rouge1_scorer(task.language) if summaries else exact_match
+        scorer = task.kind.scorer(task.language)
         by_item, human_out = _answers_by_item(result.annotations, task.human)
         labels = result.labels.reset_index(drop=True)
         items = labels["item_id"].astype(str).tolist()
         finals = [None if o is None or o != o else str(o) for o in labels["output"]]
         known_total, n_known, machine = _strata(items, finals, human_out, scorer)
         llms = [a.name for a in sorted(task.llms, key=lambda a: -a.price)]
-        model = CorrectnessModel(llms, summaries=summaries, scorer=scorer)
+        model = CorrectnessModel(llms, graded=task.kind.graded, scorer=scorer)
         trained = [i for i in items if i in human_out]
         model.fit([by_item.get(i, {}) for i in trained], [human_out[i] for i in trained])
         f = model.predict(

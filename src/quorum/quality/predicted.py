@@ -25,24 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from quorum.tasks.classification import exact_match
+
 Scorer = Callable[[str, str], float]
-
-
-def exact_match(output: str, reference: str) -> float:
-    """The score of a label: 1.0 when it equals the reference label."""
-    return float(output == reference)
-
-
-def rouge1_scorer(language: str = "en") -> Scorer:
-    """The score of a summary: ROUGE-1 F of ``output`` against ``reference``."""
-    import pandas as pd
-
-    from quorum.metrics import rouge1
-
-    def score(output: str, reference: str) -> float:
-        return rouge1(pd.Series([output]), pd.Series([reference]), language)
-
-    return score
 
 
 def plurality(answers: Mapping[str, str], order: Sequence[str]) -> str | None:
@@ -71,7 +56,7 @@ class CorrectnessModel:
     Parameters
     ----------
     llms: the LLM annotators, dearest first (the tie order of :func:`plurality`).
-    summaries: outputs are texts scored by ROUGE-1 (a regression) instead of labels.
+    graded: scores are graded (summaries by ROUGE-1: a regression) instead of 0/1 labels.
     scorer: the score of an output against a reference output.
     min_train: fewest training items to fit a model; fewer: the fallback.
     C: inverse regularisation of the logistic regression (labels); ridge alpha = 1 / C.
@@ -81,13 +66,13 @@ class CorrectnessModel:
         self,
         llms: Sequence[str],
         *,
-        summaries: bool = False,
+        graded: bool = False,
         scorer: Scorer = exact_match,
         min_train: int = 20,
         C: float = 1.0,
     ) -> None:
         self.llms = list(llms)
-        self.summaries = summaries
+        self.graded = graded
         self.scorer = scorer
         self.min_train = min_train
         self.C = C
@@ -96,7 +81,7 @@ class CorrectnessModel:
         """The row of who labelled it for one final output and the item's LLM answers."""
         n = len(answers)
         same = [a for a in self.llms if answers.get(a) == output]
-        if self.summaries:
+        if self.graded:
             others = [v for v in answers.values() if v != output]
             agree = (
                 float(np.mean([self.scorer(output, v) for v in others]))
@@ -115,7 +100,7 @@ class CorrectnessModel:
         for ans, h in zip(answers, human, strict=True):
             proxy = (
                 next((ans[a] for a in self.llms if a in ans), None)
-                if self.summaries
+                if self.graded
                 else plurality(ans, self.llms)
             )
             if proxy is None:
@@ -127,7 +112,7 @@ class CorrectnessModel:
         self.fallback_ = float(np.mean(y)) if y else 0.5
         if len(y) >= self.min_train:
             Xa, ya = np.vstack(X), np.asarray(y)
-            if self.summaries:
+            if self.graded:
                 from sklearn.linear_model import Ridge
 
                 self.model_ = Ridge(alpha=1.0 / self.C).fit(Xa, ya)
@@ -144,7 +129,7 @@ class CorrectnessModel:
         X = np.vstack([self.features(o, a) for o, a in zip(outputs, answers, strict=True)])
         if self.model_ is None:
             f = np.full(len(X), self.fallback_)
-        elif self.summaries:
+        elif self.graded:
             f = self.model_.predict(X)
         else:
             f = self.model_.predict_proba(X)[:, 1]

@@ -12,10 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from quorum.data.schema import TaskType
 from quorum.live.humans.queue import HumanArm
 from quorum.live.ledger.store import Ledger
-from quorum.live.machines.prompts import ItemView
+from quorum.tasks.base import ItemView, TaskKind, TaskType
 
 
 @dataclass
@@ -43,6 +42,7 @@ class AnswerSink(Protocol):
     ledger: Ledger
     gold: dict[str, str]
     task_type: TaskType
+    kind: TaskKind
 
     def report(self, key: tuple, msg: str, *args: Any) -> None:
         """Log a problem with the answers once per project."""

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from quorum.data.schema import TaskType
 from quorum.live.humans.answer_sink import AnswerSink, Collected, line_of, task_was, where
 from quorum.live.humans.book import COUNTED, EXTRA, HumanBook
 from quorum.live.humans.queue import HumanAnswer
@@ -348,7 +347,7 @@ class AnswerCollector:
         frame = pd.DataFrame({"task": lab["request_key"], "worker": lab["person"].fillna(""),
                               "label": lab["label"]})  # fmt: skip
         gold = {}
-        if self.src.gold and self.src.task_type is not TaskType.summarization:
+        if self.src.gold and self.src.kind.discrete:
             for k, iid in zip(lab["request_key"], lab["item_id"], strict=True):
                 g = self.src.gold.get(iid)
                 if g is not None:

@@ -25,8 +25,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
-from quorum.live.machines.prompts import ItemView, PromptBuilder
+from quorum.live.machines.prompts import PromptBuilder
 from quorum.routing.core.budget import from_units, to_units
+from quorum.tasks.base import ItemView
 
 log = logging.getLogger("quorum.live")
 
@@ -54,37 +55,6 @@ class HumanAnswer:
     raw: str
     by: str | None = None
     line: int | None = None
-
-
-def match_label(
-    raw: str, labels: list[str], names: dict[str, str], options: list[str]
-) -> str | None:
-    """The label ``raw`` names exactly, or None.
-
-    ``raw`` may be a label value, a label name, one of ``options`` (the choices shown) or
-    the index of one of them. Case and surrounding white space are ignored.
-
-    >>> match_label(" Positive ", ["0", "1"], {"0": "negative", "1": "positive"}, [])
-    '1'
-    >>> match_label("not positive", ["0", "1"], {"0": "negative", "1": "positive"}, []) is None
-    True
-    """
-    key = " ".join(raw.split()).casefold()
-    if not key:
-        return None
-    for lab in labels:
-        if key == lab.casefold():
-            return lab
-    for lab in labels:
-        if key == str(names.get(lab, lab)).casefold():
-            return lab
-    shown = options or [names.get(lab, lab) for lab in labels]
-    for i, opt in enumerate(shown[: len(labels)]):
-        if key == " ".join(str(opt).split()).casefold():
-            return labels[i]
-    if key.isdigit() and int(key) < min(len(shown), len(labels)):
-        return labels[int(key)]
-    return None
 
 
 class HumanQueue(ABC):

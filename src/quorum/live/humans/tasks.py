@@ -6,11 +6,10 @@ the ledger holds of the task; the live source and the answer collector use them.
 
 from __future__ import annotations
 
-from quorum.data.schema import TaskType
 from quorum.live.humans.book import HumanBook
-from quorum.live.humans.queue import HumanArm, HumanTask, match_label
+from quorum.live.humans.queue import HumanArm, HumanTask
 from quorum.live.machines.calls import request_key
-from quorum.live.machines.prompts import ItemView
+from quorum.tasks.base import ItemView, TaskKind
 
 
 def task_key(arm: HumanArm, item: ItemView) -> str:
@@ -21,12 +20,11 @@ def task_key(arm: HumanArm, item: ItemView) -> str:
     )  # fmt: skip
 
 
-def human_task(
-    arm: HumanArm, item: ItemView, task_type: TaskType, book: HumanBook, key: str | None = None
-) -> HumanTask:
-    """The task shown to people, with who answered it so far (several labels per item)."""
+def human_task(arm: HumanArm, item: ItemView, book: HumanBook, key: str | None = None) -> HumanTask:
+    """The task shown to people, with who answered it so far (several labels per item);
+    its options are the task kind's (none for a free-text answer)."""
     b = arm.builder
-    choices = [] if task_type is TaskType.summarization else b.options(item)
+    choices = b.kind.human_options(item)
     k = arm.labels_per_item
     by: tuple[str, ...] = ()
     if k > 1 and key is not None:
@@ -36,14 +34,11 @@ def human_task(
     return HumanTask(item, b.instructions, choices, wanted=k, answered_by=by)
 
 
-def match_answer(arm: HumanArm | None, task_type: TaskType, item: ItemView, raw: str) -> str | None:
-    """The label a person's answer names (a summary: its text), or None."""
-    if task_type is TaskType.summarization:
-        return raw.strip() or None
-    b = arm.builder if arm is not None else None
-    if b is None:
-        return None
-    return match_label(raw, b.labels, b.label_names, b.options(item))
+def match_answer(arm: HumanArm | None, kind: TaskKind, item: ItemView, raw: str) -> str | None:
+    """The output a person's answer names (a label; a summary: its text), or None."""
+    if not kind.people_choose:
+        return kind.match_human(raw, item)
+    return None if arm is None else arm.builder.kind.match_human(raw, item)
 
 
 def label_help(arm: HumanArm, item: ItemView) -> str:

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from quorum.data.schema import TaskType
 from quorum.live.humans.queue import HumanAnswer
 from quorum.live.labelstudio.client import LabelStudioClient, LabelStudioError
-from quorum.live.labelstudio.page import FROM_LABEL, FROM_SUMMARY, task_options, unshown
+from quorum.live.labelstudio.page import task_options, unshown
+from quorum.tasks.base import TaskType
+from quorum.tasks.registry import kind_of
 
 log = logging.getLogger("quorum.live")
 
@@ -85,6 +86,8 @@ class AnswerReader:
         self.people = people
         self.task_type = task_type
         self.labels = labels
+        #: the task's kind: which control holds an answer and how it reads
+        self.kind = kind_of(task_type, labels)
 
     def answers(self, item_id: str, task: dict[str, Any]) -> list[LabelStudioAnswer]:
         """The answers of one task (as the API lists it, with its annotations)."""
@@ -111,24 +114,14 @@ class AnswerReader:
         )  # fmt: skip
 
     def _raw(self, result: list[dict[str, Any]]) -> str | None:
+        """The first answer in ``result`` given with the kind's control."""
         for r in result:
-            v = r.get("value") or {}
-            if self.task_type is TaskType.summarization:
-                if r.get("from_name") == FROM_SUMMARY or "text" in v:
-                    text = v.get("text")
-                    if isinstance(text, list):
-                        text = "\n".join(map(str, text))
-                    return (str(text).strip() or None) if text is not None else None
-            elif r.get("from_name") == FROM_LABEL or "choices" in v:
-                ch = v.get("choices") or []
-                return unshown(str(ch[0])).strip() if ch else None
+            mine, raw = self.kind.labelstudio_raw(r, unshown)
+            if mine:
+                return raw
         return None
 
     def _value(self, raw: str, opts: list[str]) -> str:
         """A chosen option's label value (known by its position, so never ambiguous); any
         other answer as given."""
-        if self.task_type is TaskType.summarization:
-            return raw
-        if raw in opts and opts.index(raw) < len(self.labels):
-            return self.labels[opts.index(raw)]
-        return raw
+        return self.kind.labelstudio_value(raw, opts)

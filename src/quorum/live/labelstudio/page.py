@@ -12,8 +12,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from quorum.data.schema import TaskType
 from quorum.live.humans.queue import HumanTask
+from quorum.tasks.base import TaskKind, TaskType
+from quorum.tasks.registry import kind_of
 
 #: data keys QUORUM adds to every task (besides ``text``, ``instructions``, ``options``)
 ITEM_KEY = "quorum_item_id"
@@ -28,22 +29,15 @@ FROM_SUMMARY = "summary"
 _WJ = "\u2060"
 
 
-def label_config(task_type: TaskType, instructions: bool = True) -> str:
-    """The labelling interface for a task type. It holds no text from the project: the
-    instructions, item text and options are task data shown by reference (``$name``)."""
+def label_config(kind: TaskKind | TaskType, instructions: bool = True) -> str:
+    """The labelling interface for a task kind (its control: the kind's
+    :meth:`~quorum.tasks.base.TaskKind.labelstudio_control`). It holds no text from the
+    project: the instructions, item text and options are task data shown by reference
+    (``$name``)."""
+    kind = kind if isinstance(kind, TaskKind) else kind_of(kind)
     head = '  <Header value="$instructions"/>\n' if instructions else ""
     text = '  <Text name="text" value="$text"/>\n'
-    if task_type is TaskType.summarization:
-        ctrl = (
-            f'  <TextArea name="{FROM_SUMMARY}" toName="text" rows="5" editable="true" '
-            'maxSubmissions="1" required="true" placeholder="Write the summary"/>\n'
-        )
-    else:
-        ctrl = (
-            f'  <Choices name="{FROM_LABEL}" toName="text" choice="single-radio" '
-            'required="true" value="$options"/>\n'
-        )
-    return f"<View>\n{head}{text}{ctrl}</View>"
+    return f"<View>\n{head}{text}  {kind.labelstudio_control()}\n</View>"
 
 
 def project_title(name: str) -> str:
@@ -70,12 +64,12 @@ def task_options(data: dict[str, Any] | None) -> list[str]:
     return [unshown(str(o.get("value", ""))) for o in (data or {}).get("options") or []]
 
 
-def task_data(task: HumanTask, priority: int, instructions: bool, task_type: TaskType) -> dict:
+def task_data(task: HumanTask, priority: int, instructions: bool, kind: TaskKind) -> dict:
     """The data of the task that shows ``task`` (its place in the stream: ``priority``)."""
     data: dict[str, Any] = {"text": task.item.text, ITEM_KEY: task.item.item_id,
                             PRIORITY_KEY: priority}  # fmt: skip
     if instructions:
         data["instructions"] = task.instructions
-    if task_type is not TaskType.summarization:
+    if kind.people_choose:
         data["options"] = [{"value": shown(c)} for c in task.choices]
     return data

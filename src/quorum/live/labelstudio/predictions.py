@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from quorum.data.schema import TaskType
-from quorum.live.labelstudio.page import FROM_LABEL, FROM_SUMMARY, shown
+from quorum.live.labelstudio.page import shown
+from quorum.tasks.base import TaskKind
 
 
 @dataclass(frozen=True)
@@ -74,21 +74,18 @@ def ledger_predictions(ledger_path: str | Path, humans: Iterable[str] = ()) -> P
     return read
 
 
-def prediction_result(
-    p: Prediction, task_type: TaskType, labels: list[str], choices: list[str]
-) -> dict[str, Any] | None:
-    """The pre-annotation of a task showing ``choices`` (None: the answer is not one of
-    them). A label answer is shown as the option at its label's position."""
-    if task_type is TaskType.summarization:
-        value, kind, name = {"text": [p.output]}, "textarea", FROM_SUMMARY
-    else:
-        i = labels.index(p.output) if p.output in labels else -1
-        if not 0 <= i < len(choices):
-            return None
-        value, kind, name = {"choices": [shown(choices[i])]}, "choices", FROM_LABEL
+def prediction_result(p: Prediction, kind: TaskKind, choices: list[str]) -> dict[str, Any] | None:
+    """The pre-annotation of a task showing ``choices`` (None: the answer cannot be shown,
+    e.g. a label that is not one of them), as the task kind shows an output
+    (:meth:`~quorum.tasks.base.TaskKind.labelstudio_prediction`)."""
+    shown_as = kind.labelstudio_prediction(p.output, choices, shown)
+    if shown_as is None:
+        return None
+    value, control = shown_as
+    name = kind.labelstudio_name
     out: dict[str, Any] = {
         "model_version": p.annotator,
-        "result": [{"from_name": name, "to_name": "text", "type": kind, "value": value}],
+        "result": [{"from_name": name, "to_name": "text", "type": control, "value": value}],
     }
     if p.score is not None:
         out["score"] = p.score

@@ -13,16 +13,15 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from quorum.data.schema import TaskType
 from quorum.live.labelstudio.client import LabelStudioClient, LabelStudioError
 from quorum.live.labelstudio.page import (
-    FROM_LABEL,
-    FROM_SUMMARY,
     HIDDEN_COLUMNS,
     TASK_LIST_TITLE,
     label_config,
     project_title,
 )
+from quorum.tasks.base import TaskType
+from quorum.tasks.registry import kind_of
 
 log = logging.getLogger("quorum.live")
 
@@ -166,7 +165,7 @@ class LabelStudioProject:
                 "Label Studio project %r has its own labelling config; QUORUM reads answers "
                 "from the control named %r",
                 self.title,
-                FROM_SUMMARY if self.task_type is TaskType.summarization else FROM_LABEL,
+                kind_of(self.task_type).labelstudio_name,
             )
         if int(p.get("maximum_annotations") or 1) != self.overlap:
             self.client.request(

@@ -23,7 +23,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from quorum.data.schema import TaskType
 from quorum.errors import ConfigError
 from quorum.live.humans.queue import HumanAnswer, HumanQueue, HumanTask
 from quorum.live.labelstudio.answers import (
@@ -41,6 +40,7 @@ from quorum.live.labelstudio.predictions import (
     prediction_result,
 )
 from quorum.live.labelstudio.project import LabelStudioProject
+from quorum.tasks.base import TaskType
 
 log = logging.getLogger("quorum.live")
 
@@ -102,6 +102,8 @@ class LabelStudioHumanQueue(HumanQueue):
         self.timeout = timeout
         self.check_every = check_every
         self.reader = AnswerReader(People(client), task_type, self.labels)
+        #: the task's kind: what a task shows, how an LLM's answer is pre-annotated
+        self.kind = self.reader.kind
         self._tasks: dict[str, _Task] = {}
         self._unsent: dict[str, HumanTask] = {}
         self._answers: dict[str, list[LabelStudioAnswer]] = {}
@@ -231,9 +233,9 @@ class LabelStudioHumanQueue(HumanQueue):
         payload = []
         for t in batch:
             self._priority += 1
-            data = task_data(t, self._priority, self.project.instructions, self.task_type)
+            data = task_data(t, self._priority, self.project.instructions, self.kind)
             task: dict[str, Any] = {"data": data}
-            p = [prediction_result(x, self.task_type, self.labels, t.choices)
+            p = [prediction_result(x, self.kind, t.choices)
                  for x in preds.get(t.item.item_id, [])]  # fmt: skip
             if p := [x for x in p if x is not None]:
                 task["predictions"] = p

@@ -20,8 +20,6 @@ Modules:
   ``api_base``).
 - ``output``: Answers parseable by construction: constrained output and logprob confidences
   (issue 27).
-- ``parsing``: Turn raw LLM answers into labels, summaries and confidences, or say they are
-  unusable.
 - ``prompts``: Prompt templates: the paper's prompts (appendix "Prompts") as editable defaults.
 - ``ray_calls``: Live LLM calls on Ray: each HTTP try runs in one of a few async Ray actors.
 """

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from quorum.live.machines.prompts import ItemView
+from quorum.tasks.base import ItemView
 
 CallKind = Literal["annotate", "confidence"]
 #: ``on_attempt(n, started_at, latency_s, outcome, error)``: one HTTP try, for the ledger

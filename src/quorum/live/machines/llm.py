@@ -34,8 +34,9 @@ from quorum.live.machines.calls import (
 from quorum.live.machines.chat_try import ChatTry, Reply, classify, get_litellm
 from quorum.live.machines.openai_http import HTTPCallError, direct_model
 from quorum.live.machines.output import CONSTRAINT_KEYS, OutputConstraint, detect_output
-from quorum.live.machines.prompts import ItemView, PromptBuilder
+from quorum.live.machines.prompts import PromptBuilder
 from quorum.live.project.annotators import AnnotatorConfig
+from quorum.tasks.base import ItemView
 
 log = logging.getLogger("quorum.live")
 

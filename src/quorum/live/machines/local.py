@@ -25,8 +25,8 @@ from quorum.live.machines.calls import (
     Response,
     request_key,
 )
-from quorum.live.machines.prompts import ItemView
 from quorum.models.classifiers import LocalModel, Prediction
+from quorum.tasks.base import ItemView
 
 
 class CallableAnnotator(LocalModel):

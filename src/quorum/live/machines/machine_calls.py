@@ -14,13 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from quorum.data.schema import TaskType
 from quorum.live.ledger.store import Ledger
 from quorum.live.machines.calls import Annotator, Redactor, Request, Response
 from quorum.live.machines.money_guard import LiveStats, MoneyGuard
-from quorum.live.machines.parsing import LabelParser, Parsed, parse_confidence, parse_summary
 from quorum.routing.core.base import Outcome
 from quorum.routing.core.budget import from_units
+from quorum.tasks.base import TaskType
+from quorum.tasks.parsing import LabelParser, Parsed, parse_confidence
+from quorum.tasks.registry import kind_of
 
 log = logging.getLogger("quorum.live")
 
@@ -37,7 +38,9 @@ class MachineCalls:
     Parameters
     ----------
     ledger, run_id : where every call is recorded (and the response cache).
-    task_type, parser : how an answer is read (the label parser; summaries as text).
+    task_type, parser : how an answer is read (the task kind's
+        :meth:`~quorum.tasks.base.TaskKind.parse`
+        with the label parser; summaries as text).
     guard : the project's money guard.
     stats : the running counts.
     redact : removes secrets from what is recorded.
@@ -177,11 +180,7 @@ class MachineCalls:
                 return Parsed("ok", f"{resp.confidence:.6g}", confidence=resp.confidence)
             return parse_confidence(resp.raw)
         text = resp.extra.get("output", resp.raw) if resp.extra else resp.raw
-        if self.task_type is TaskType.summarization or self.parser is None:
-            p = parse_summary(text)
-        else:
-            opts = list(req.item.choices) if req.item.choices else None
-            p = self.parser.parse(text, opts)
+        p = kind_of(self.task_type).parse(self.parser, text, req.item)
         if p.ok and resp.confidence is not None:
             return Parsed(p.status, p.output, p.reason, confidence=resp.confidence)
         return p

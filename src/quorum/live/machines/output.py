@@ -9,7 +9,7 @@ prompt shows (the label names, or for multiple choice the option indices):
 - ``"json_schema"``: OpenAI structured outputs, ``response_format`` of type
   ``json_schema`` with ``{"label": {"enum": [...]}}`` (OpenAI, vLLM, llama.cpp's server);
   the option is read from the JSON;
-- ``"free"``: no constraint; the free-text parser (:mod:`quorum.live.machines.parsing`) as before;
+- ``"free"``: no constraint; the free-text parser (:mod:`quorum.tasks.parsing`) as before;
 - ``"auto"`` (default): ``grammar`` where the endpoint is a llama.cpp server (its
   ``/v1/models`` says ``owned_by`` ``llamacpp`` or ``me``, llama-cpp-python's, or it
   serves ``/props``), ``json_schema`` for a litellm model litellm knows to support
@@ -34,8 +34,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from quorum.data.schema import TaskType
-from quorum.live.machines.prompts import ItemView, PromptBuilder
+from quorum.live.machines.prompts import PromptBuilder
+from quorum.tasks.base import ItemView
 
 log = logging.getLogger("quorum.live")
 
@@ -70,11 +70,7 @@ class OutputConstraint:
         """The strings an answer may be: option indices for multiple choice (the choices
         are long texts), else the label names the prompt shows."""
         b = self.builder
-        if b is None or b.task_type is TaskType.summarization:
-            return []
-        if b.task_type is TaskType.multiple_choice and item.choices:
-            return [str(i) for i in range(min(len(item.choices), len(b.labels) or 10**6))]
-        return [str(x) for x in b.options(item)]
+        return [] if b is None else b.kind.answer_forms(item)
 
     def params(self, item: ItemView) -> dict[str, Any]:
         """Request fields for an annotation of ``item`` (empty for ``free``)."""
@@ -208,8 +204,8 @@ def detect_output(
     mode = str(getattr(cfg, "output", "auto") or "auto")
     lp = getattr(cfg, "logprobs", None)
     why = "configured"
-    if builder.task_type is TaskType.summarization:
-        mode, why = "free", "summaries are free text"
+    if not builder.kind.constrained_output:
+        mode, why = "free", f"{builder.kind.type.value} answers are free text"
     elif mode == "auto":
         if server_model is not None and cfg.api_base and is_llama_cpp(cfg.api_base, api_key):
             mode, why = "grammar", "llama.cpp server"

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from quorum.data.schema import TaskType
 from quorum.errors import ConfigError
+from quorum.tasks.base import ItemView, TaskKind, TaskType
+from quorum.tasks.registry import kind_of
 
 FIELDS = frozenset(
     {"text", "labels", "indices", "choices", "instructions", "prediction", "task_verb"}
@@ -31,12 +32,7 @@ FIELDS = frozenset(
 def default_template(name: str) -> str:
     """The bundled template ``classification``, ``multiple_choice``, ``summarization`` or
     ``confidence``."""
-    return (
-        resources.files("quorum.live.machines")
-        .joinpath(f"templates/{name}.txt")
-        .read_text()
-        .strip()
-    )
+    return resources.files("quorum.tasks").joinpath(f"templates/{name}.txt").read_text().strip()
 
 
 @dataclass(frozen=True)
@@ -88,15 +84,6 @@ class PromptTemplate:
         return cls(value, name=name)
 
 
-@dataclass(frozen=True)
-class ItemView:
-    """What a prompt needs to know about one item."""
-
-    item_id: str
-    text: str
-    choices: tuple[str, ...] | None = None
-
-
 class PromptBuilder:
     """Turns items into chat messages for one annotator."""
 
@@ -111,7 +98,9 @@ class PromptBuilder:
         system_prompt: str | None = None,
         instructions_in_prompt: str = "auto",
     ) -> None:
-        self.task_type = task_type
+        self.task_type = TaskType(task_type)
+        #: the task's kind: the options an answer may name, the verb, the prediction shown
+        self.kind: TaskKind = kind_of(task_type, labels, label_names)
         self.labels = list(labels or [])
         self.label_names = dict(label_names or {})
         self.instructions = (instructions or "").strip()
@@ -155,9 +144,7 @@ class PromptBuilder:
 
     def options(self, item: ItemView) -> list[str]:
         """What the indices in the answer refer to: the item's choices, else label names."""
-        if self.task_type is TaskType.multiple_choice and item.choices:
-            return list(item.choices)
-        return self.display_labels()
+        return self.kind.options(item)
 
     def _values(self, item: ItemView) -> dict[str, str]:
         opts = self.options(item)
@@ -167,9 +154,7 @@ class PromptBuilder:
             "indices": str(list(range(len(opts)))),
             "choices": "; ".join(f"{i}: {c}" for i, c in enumerate(opts)),
             "instructions": self.instructions,
-            "task_verb": (
-                "summarized" if self.task_type is TaskType.summarization else "classified"
-            ),
+            "task_verb": self.kind.task_verb,
         }
 
     def _messages(self, tmpl: PromptTemplate, values: dict[str, str]) -> list[dict[str, str]]:
@@ -187,9 +172,6 @@ class PromptBuilder:
 
     def confidence_messages(self, item: ItemView, prediction: str) -> list[dict[str, str]]:
         values = self._values(item)
-        if self.task_type is not TaskType.summarization and prediction in self.labels:
-            opts = self.options(item)
-            i = self.labels.index(prediction)
-            prediction = opts[i] if i < len(opts) else prediction
+        prediction = self.kind.confidence_prediction(prediction, item)
         values["prediction"] = prediction
         return self._messages(self.confidence_template, values)

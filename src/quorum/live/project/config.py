@@ -21,11 +21,12 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from quorum.data.schema import GOLD_HUMAN, TaskType
+from quorum.data.schema import GOLD_HUMAN
 from quorum.errors import ConfigError
 from quorum.live.project.annotators import AnnotatorConfig
 from quorum.live.project.humans import HumansConfig
 from quorum.live.project.task import ItemsConfig, TaskConfig
+from quorum.tasks.registry import kind_of
 
 _Strict = ConfigDict(extra="forbid")
 
@@ -143,7 +144,7 @@ class ProjectConfig(BaseModel):
         elif self.human not in humans:
             raise ValueError(f"human {self.human!r} is not an annotator of kind human {humans}")
         k = self.humans.labels_per_item
-        if k > 1 and self.task.type is TaskType.summarization:
+        if k > 1 and not kind_of(self.task.type).people_vote:
             raise ValueError(
                 f"humans.labels_per_item = {k} needs a label task: {k} summaries of one item "
                 "have no vote to aggregate them"

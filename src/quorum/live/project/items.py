@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from quorum.errors import ConfigError, DataValidationError
-from quorum.live.machines.prompts import ItemView
 from quorum.live.project.config import ProjectConfig
+from quorum.tasks.base import ItemView
 
 _SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet")
 

@@ -19,12 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, TaskSpec, TaskType
+from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, TaskSpec
 from quorum.live.machines.calls import Redactor
 from quorum.live.project.config import ProjectConfig
 from quorum.live.project.items import item_views, load_items
 from quorum.routing.core.base import Outcome
 from quorum.routing.core.budget import Budget
+from quorum.tasks.registry import kind_of
 
 
 @dataclass
@@ -247,12 +248,12 @@ def _annotator_specs(
     prompt; a human's times ``humans.labels_per_item``), the confidence prices, and per
     LLM what is added to its prompt and its first item's prompt as sent."""
     from quorum.live.machines.llm import LLMAnnotator
-    from quorum.live.run.problem import DEFAULT_MAX_TOKENS, make_builder
+    from quorum.live.run.problem import make_builder
 
     specs, conf = [], {}
     added: dict[str, str] = {}
     sent: dict[str, str] = {}
-    max_tok = DEFAULT_MAX_TOKENS[cfg.task.type.value]
+    max_tok = kind_of(cfg.task.type).max_tokens
     with _placeholder_keys(cfg):
         for a in cfg.annotators:
             if a.kind == "llm":
@@ -277,13 +278,9 @@ def _truth(cfg: ProjectConfig, items: Any, labels: list[str]) -> dict[str, str]:
     """The simulated truth of each item: its gold label where it has one in ``labels``,
     else a label drawn with the project's seed (a summary's placeholder text)."""
     rng = np.random.default_rng(cfg.seed)
+    kind = kind_of(cfg.task.type, labels)
     truth: dict[str, str] = {}
     golds = items["gold"] if "gold" in items.columns else [None] * len(items)
     for iid, gold in zip(items["item_id"], golds, strict=True):
-        if cfg.task.type is TaskType.summarization:
-            truth[iid] = f"summary of item {iid}"
-        elif isinstance(gold, str) and gold in labels:
-            truth[iid] = gold
-        else:
-            truth[iid] = labels[int(rng.integers(len(labels)))]
+        truth[iid] = kind.placeholder(iid, gold, rng)
     return truth

@@ -8,23 +8,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, TaskSpec, TaskType
+from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, TaskSpec
 from quorum.features.light import light_features
 from quorum.live.humans.queue import FileHumanQueue, HumanQueue
 from quorum.live.machines.calls import Annotator, Redactor
 from quorum.live.machines.llm import LLMAnnotator
 from quorum.live.machines.local import CallableAnnotator, LocalAnnotator
-from quorum.live.machines.parsing import LabelParser
-from quorum.live.machines.prompts import ItemView, PromptBuilder, PromptTemplate
+from quorum.live.machines.prompts import PromptBuilder, PromptTemplate
 from quorum.live.project.annotators import AnnotatorConfig
 from quorum.live.project.config import ProjectConfig
 from quorum.live.run.source import HumanArm
 from quorum.models.classifiers import LocalModel, ZeroShotClassifier
 from quorum.routing.core.base import RoutingProblem
+from quorum.tasks.base import ItemView
+from quorum.tasks.parsing import LabelParser
+from quorum.tasks.registry import kind_of
 
 log = logging.getLogger("quorum.live")
-
-DEFAULT_MAX_TOKENS = {"classification": 32, "multiple_choice": 32, "summarization": 256}
 
 
 def make_builder(cfg: ProjectConfig, a: AnnotatorConfig | None = None) -> PromptBuilder:
@@ -58,9 +58,8 @@ class GoldLookup(LocalModel):
 
 
 def make_parser(cfg: ProjectConfig) -> LabelParser | None:
-    if cfg.task.type is TaskType.summarization:
-        return None
-    return LabelParser(cfg.task.labels or [], cfg.task.label_names)
+    """The task kind's parser of an LLM's raw answer (None: free text)."""
+    return kind_of(cfg.task.type, cfg.task.labels, cfg.task.label_names).parser()
 
 
 def build_arms(
@@ -69,7 +68,8 @@ def build_arms(
     """Machine annotators by name (the gold human too), and the queue-backed human arm."""
     arms: dict[str, Annotator] = {}
     human: HumanArm | None = None
-    max_tok = DEFAULT_MAX_TOKENS[cfg.task.type.value]
+    kind = kind_of(cfg.task.type, cfg.task.labels, cfg.task.label_names)
+    max_tok = kind.max_tokens
     for a in cfg.annotators:
         if a.kind == "llm":
             arms[a.name] = LLMAnnotator(
@@ -79,7 +79,7 @@ def build_arms(
         elif a.kind == "model":
             model: LocalModel
             if a.model == "zero-shot":
-                if cfg.task.type is TaskType.summarization:
+                if not kind.discrete:
                     from quorum.errors import ConfigError
 
                     raise ConfigError(f"annotator {a.name!r}: zero-shot needs a label task")

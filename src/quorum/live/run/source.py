@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from quorum.data.schema import TaskType
 from quorum.live.humans.book import HumanBook
 from quorum.live.humans.collector import AnswerCollector, Collected
 from quorum.live.humans.queue import HumanArm, HumanTask
@@ -37,10 +36,11 @@ from quorum.live.machines.calls import Annotator, Redactor, Request
 from quorum.live.machines.loop import shared_loop
 from quorum.live.machines.machine_calls import DEFERRED, NOT_MADE, MachineCalls
 from quorum.live.machines.money_guard import LiveStats, MoneyGuard
-from quorum.live.machines.parsing import LabelParser
-from quorum.live.machines.prompts import ItemView
 from quorum.routing.core.base import Outcome
 from quorum.routing.core.budget import from_units, to_units
+from quorum.tasks.base import ItemView, TaskType
+from quorum.tasks.parsing import LabelParser
+from quorum.tasks.registry import kind_of
 
 log = logging.getLogger("quorum.live")
 
@@ -66,6 +66,8 @@ class LiveSource:
         queue_depth: int = 1,
     ) -> None:
         self.task_type = task_type
+        #: the task's kind: how a person's answer reads, whether gold is a label
+        self.kind = kind_of(task_type)
         #: human tasks a pass may have waiting at once before it freezes
         self.queue_depth = max(1, int(queue_depth))
         self.items = {it.item_id: it for it in items}
@@ -234,7 +236,7 @@ class LiveSource:
             self.human.queue.submit([self._human_task(self.items[item_id], key)])
 
     def match(self, item: ItemView, raw: str) -> str | None:
-        return match_answer(self.human, self.task_type, item, raw)
+        return match_answer(self.human, self.kind, item, raw)
 
     def label_help(self, item: ItemView) -> str:
         assert self.human is not None
@@ -333,7 +335,7 @@ class LiveSource:
     # -- humans ----------------------------------------------------------------
     def _human_task(self, item: ItemView, key: str | None = None) -> HumanTask:
         assert self.human is not None
-        return human_task(self.human, item, self.task_type, self.book, key)
+        return human_task(self.human, item, self.book, key)
 
     def _human_call(self, item: ItemView) -> Outcome:
         """The item's human task: its (voted) label if it has one, pending while it waits

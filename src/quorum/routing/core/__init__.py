@@ -2,7 +2,6 @@
 
 Modules:
 
-- ``aggregation``: Task-specific aggregation (paper, sec. 3.3).
 - ``base``: The common router interface: a problem, a source of annotations, and a result.
 - ``budget``: A hard budget with reserve-then-settle accounting.
 - ``fallback``: Labels for the items a routing pass left without one (ours, issue 27).
@@ -12,7 +11,5 @@ Modules:
 - ``recorder``: Make paid calls through one place: reserve, call, settle, record.
 - ``replay``: Replay: an annotation source backed by recorded annotations of real models.
 - ``run_core``: What every router's run opens with and how it hands back its result (one core).
-- ``similarity``: How close an annotation is to a reference: exact match for labels, the clipped
-  cosine of the output embeddings for summaries (one cache of those embeddings per run).
 - ``trace``: The decision trace every router writes, kept column by column.
 """

@@ -18,6 +18,7 @@ import pandas as pd
 
 from quorum.data.schema import AnnotatorSpec, TaskSpec
 from quorum.routing.core.budget import Budget
+from quorum.tasks.base import TaskKind
 
 Setting = Literal["dollars", "auditor"]
 Status = Literal["ok", "unparseable", "failed", "pending"]
@@ -164,7 +165,8 @@ class Router(ABC):
 
     #: short name used by ``quorum simulate --method``
     name: str = "router"
-    #: which task types it supports
+    #: whether it runs on kinds whose outputs are not labels from a fixed set (summaries:
+    #: label-based confidence does not exist there)
     supports_summarization: bool = True
     # traits the bench and the docs ask of a method (class attributes, never name lists)
     #: reads the item features phi(d_t) / embeddings (their extraction time counts: ET)
@@ -173,6 +175,11 @@ class Router(ABC):
     pays_for_confidence: bool = False
     #: a QUORUM row (ours or the paper preset): compared with the baselines, not each other
     is_quorum: bool = False
+
+    @classmethod
+    def supports(cls, kind: TaskKind) -> bool:
+        """Whether the router can run on a task of ``kind``."""
+        return kind.discrete or cls.supports_summarization
 
     @abstractmethod
     def route(

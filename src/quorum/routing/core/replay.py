@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from quorum.data.schema import GOLD_HUMAN, Dataset, TaskType
+from quorum.data.schema import GOLD_HUMAN, Dataset
 from quorum.routing.core.base import Outcome
 
 
@@ -43,7 +43,7 @@ class RecordedSource:
             )
         items = dataset.items.set_index("item_id")
         self._gold: dict[str, str] = {}
-        col = "reference" if self.task.type is TaskType.summarization else "gold"
+        col = self.task.kind.reference_column
         if col in items.columns:
             self._gold = {k: v for k, v in items[col].items() if isinstance(v, str) and v != ""}
         self._prices = {a.name: a.price for a in self.task.annotators}

@@ -11,14 +11,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from quorum.data.schema import TaskType
-from quorum.routing.core.aggregation import CentroidSummary, WeightedMajorityVote
 from quorum.routing.core.base import AnnotationSource, RoutingProblem, RoutingResult
 from quorum.routing.core.budget import Budget
 from quorum.routing.core.outputs import LABEL_COLUMNS
 from quorum.routing.core.recorder import CallRecorder
 from quorum.routing.core.run_core import RunCore, build_result
-from quorum.routing.core.similarity import OutputEmbeddings, similarity
 from quorum.routing.core.trace import DecisionTrace
 from quorum.routing.paper.rules import (
     auditor_calibration_size,
@@ -33,6 +30,7 @@ from quorum.routing.paper.votes import PaperVotes
 from quorum.routing.quorum.audit.auditing import calibration_error_mask, error_order
 from quorum.routing.quorum.policy import decayed_epsilon
 from quorum.routing.quorum.posterior import BayesianLinearPosterior
+from quorum.tasks.summarization import OutputEmbeddings
 
 __all__ = ["PaperRun"]
 
@@ -66,7 +64,7 @@ class PaperRun:
             if cfg.authors_accounting
             else None
         )
-        self.summ = problem.task.type is TaskType.summarization
+        self.kind = problem.task.kind
         self.ids = problem.item_ids
         self.T = len(self.ids)
         self.llm_names = [a.name for a in problem.llms]  # cheapest first
@@ -85,12 +83,10 @@ class PaperRun:
             for _ in range(self.K)
         ]
         self.mask = np.zeros((self.T, self.K))
-        agg_cls = CentroidSummary if self.summ else WeightedMajorityVote
-        self.agg = agg_cls(cfg.w_human, cfg.w_llm, cfg.consensus_threshold)
+        self.agg = self.kind.aggregator(cfg.w_human, cfg.w_llm, cfg.consensus_threshold)
         self.embed = OutputEmbeddings(source.embed_outputs)
-        self.votes = PaperVotes(
-            self.T, self.human, self.agg, cfg.consensus_threshold, self.embed if self.summ else None
-        )
+        by_meaning = self.embed if self.kind.embeds_outputs else None
+        self.votes = PaperVotes(self.T, self.human, self.agg, cfg.consensus_threshold, by_meaning)
         self.trace = DecisionTrace(self.llm_names)
         self.info: dict = {
             "accounting": "authors" if cfg.authors_accounting else "paid",
@@ -123,8 +119,9 @@ class PaperRun:
         return decayed_epsilon(t, self.cfg.epsilon0, self.cfg.gamma)
 
     def similarity(self, out: str | None, ref: str) -> float:
-        """1(out == ref) for labels; clip(cos, 0, 1) of the embeddings for summaries."""
-        return similarity(out, ref, self.embed if self.summ else None)
+        """The kind's similarity: 1(out == ref) for labels; clip(cos, 0, 1) of the embeddings
+        for summaries."""
+        return self.agg.similarity(out, ref, self.embed)
 
     def _log(self, t: int, phase: str, arm: str, mode: str, x=None, priority=None) -> None:
         self.trace.append(
@@ -322,7 +319,7 @@ class PaperRun:
             self._log(int(t), "calibration", self.human, "calibration")
         judged = [(int(t), o, y) for t, o, y in zip(cal, cheap_out, human_out, strict=True) if y]
         sims = np.array([self.similarity(o, y) for _, o, y in judged])
-        if self.summ and cfg.summary_error_quantile is not None:
+        if self.kind.graded and cfg.summary_error_quantile is not None:
             wrong = calibration_error_mask(sims, True, cfg.summary_error_quantile)
         else:
             wrong = sims < 1.0

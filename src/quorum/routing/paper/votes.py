@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from quorum.routing.core.aggregation import CentroidSummary, WeightedMajorityVote, disagreement
-from quorum.routing.core.similarity import OutputEmbeddings
+from quorum.tasks.classification import WeightedMajorityVote, disagreement
+from quorum.tasks.summarization import CentroidSummary, OutputEmbeddings
 
 __all__ = ["PaperVotes"]
 

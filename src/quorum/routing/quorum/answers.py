@@ -1,9 +1,10 @@
 """A QUORUM run's answers and votes: what each item got, its aggregate and disagreement.
 
 The recorder (:class:`~quorum.routing.core.recorder.CallRecorder`) holds every call; this
-reads it by item index: usable outputs, the weighted vote (kept until the item's outputs
-change) or the summary nearest the weighted centroid, the disagreement Delta_t and the
-similarity of an output to a reference (:mod:`~quorum.routing.core.similarity`).
+reads it by item index: usable outputs, their aggregate by the task kind's aggregator (the
+weighted vote, or the summary nearest the weighted centroid; kept until the item's outputs
+change), the disagreement Delta_t and the similarity of an output to a reference
+(:mod:`quorum.tasks`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from quorum.routing.core.aggregation import CentroidSummary, WeightedMajorityVote, disagreement
 from quorum.routing.core.label_model import label_indices
 from quorum.routing.core.recorder import _NONE, CallRecorder
-from quorum.routing.core.similarity import OutputEmbeddings, similarity
+from quorum.tasks.base import Aggregator
+from quorum.tasks.summarization import OutputEmbeddings
 
 __all__ = ["Answers"]
 
@@ -34,13 +35,12 @@ class Answers:
         rec: CallRecorder,
         ids: list[str],
         human: str,
-        agg: WeightedMajorityVote | CentroidSummary,
-        summ: bool,
+        agg: Aggregator,
         weights: tuple[float, float],
         trust: Callable[[int], list[str]],
     ) -> None:
         self.rec, self.ids, self.human = rec, ids, human
-        self.agg, self.summ, self.trust = agg, summ, trust
+        self.agg, self.trust = agg, trust
         self.w_human, self.w_llm = weights
         self.embed = OutputEmbeddings(rec.source.embed_outputs)
         # hot look-ups, bound once (the recorder's mapping of usable outputs is never
@@ -63,16 +63,10 @@ class Answers:
         n = len(outs)
         if n == 0:
             return None, 0.0, 0
-        if not self.summ:
-            return self._vote(t, outs, n)
-        names = list(outs)
-        emb = self.embed([outs[a] for a in names])
-        w = np.array([self.w_human if self.is_h(a) else self.w_llm for a in names])
-        agr = self.agg.agreement(emb)
-        return outs[names[self.agg.choose(emb, w)]], agr, n
+        return self._vote(t, outs, n)
 
     def _vote(self, t: int, outs: Mapping[str, str], n: int) -> Vote:
-        """Weighted majority vote of item t, kept until its outputs change.
+        """The aggregate of item t, kept until its outputs change.
 
         The trust order (which moves with the posteriors) is only asked for to break a
         tie, and a vote that needed it is not kept.
@@ -87,7 +81,7 @@ class Answers:
             tied = True
             return self.trust(t)
 
-        y, agr = self.agg.vote(outs, self.is_h, priority)
+        y, agr = self.agg.vote_item(outs, self.is_h, priority, self.embed)
         # outputs only grow in place; a repeated call gives the item a new mapping
         self._votes[t] = None if tied else (outs, n, (y, agr, n))
         return y, agr, n
@@ -95,12 +89,9 @@ class Answers:
     def consensus(self, t: int) -> tuple[int, bool]:
         """(outputs of item t, whether at least two of them reach the consensus threshold).
 
-        For labels the agreement does not depend on how a tie is broken, so it is
-        computed without the vote's tie-break (the trust order), the same number.
+        The agreement does not depend on how a tie is broken, so it is computed without the
+        vote's tie-break (the trust order), the same number.
         """
-        if self.summ:
-            _, agr, n = self.aggregate(t)
-            return n, n >= 2 and self.agg.consensus(agr, n)
         outs = self.outputs(t)
         n = len(outs)
         if n < 2:
@@ -109,7 +100,7 @@ class Answers:
         if kept is not None and kept[0] is outs and kept[1] == n:
             agr = kept[2][1]
         else:
-            agr = self.agg.weighted_agreement(outs, self.is_h)
+            agr = self.agg.agreement_item(outs, self.is_h, self.embed)
         return n, self.agg.consensus(agr, n)
 
     def delta(self, t: int) -> float:
@@ -117,12 +108,14 @@ class Answers:
         outs = list(self.outputs(t).values())
         if len(outs) < 2:
             return 0.0
-        if not self.summ:
-            return disagreement(outs)
-        return float(np.clip((1.0 - self.agg.agreement(self.embed(outs))) / 2.0, 0.0, 1.0))
+        return self.agg.delta(outs, self.embed)
 
     def similarity(self, out: str | None, ref: str) -> float:
-        return similarity(out, ref, self.embed if self.summ else None)
+        return self.agg.similarity(out, ref, self.embed)
+
+    def majority(self, outs: Mapping[str, str], t: int) -> str | None:
+        """The aggregate of ``outs`` each counted alike (ties by the trust order of item t)."""
+        return self.agg.majority(outs, self.is_h, lambda: self.trust(t), self.embed)
 
     def asked(self, items: np.ndarray, arm: str) -> np.ndarray:
         """Whether ``arm`` has been asked on each of ``items`` (a boolean array)."""

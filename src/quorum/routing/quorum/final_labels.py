@@ -28,7 +28,7 @@ def final_labels(run: QuorumRun, after_bandit: bool) -> dict[int, str]:
     no fair sample of the LLMs' errors). Items nobody was asked on ("humans-only") get
     :meth:`~quorum.routing.quorum.audit.label_state.LabelModelState.unasked_labels`."""
     cfg, lm = run.cfg, run.labels
-    if cfg.label_model_vote == "off" or run.summ or not lm.labels:
+    if cfg.label_model_vote == "off" or not run.kind.discrete or not lm.labels:
         return {}
     if not run.label_model_fits():
         return {}
@@ -58,7 +58,7 @@ def label_frame(run: QuorumRun, final: dict[int, str]) -> pd.DataFrame:
     auditor = run.p.setting == "auditor"
     human, outputs, aggregate = run.human, run.answers.outputs, run.answers.aggregate
     by_item = run.rec.by_item
-    one_label = not run.summ
+    one_label = run.kind.discrete
     for t, item in enumerate(run.ids):
         outs = outputs(t)
         if auditor and human in outs:

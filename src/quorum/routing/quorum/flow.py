@@ -151,7 +151,7 @@ def auditor(run: QuorumRun, plans: Plans | None = None) -> None:
     B = int(min(run.p.human_budget or 0, T))
     cheap = run.llm_names[int(np.argmin(run.spend.c))]
     order = run.rng.permutation(T)
-    if run.summ and cfg.summary_audit == "random":
+    if run.kind.graded and cfg.summary_audit == "random":
         run.report.auditor_order = "random (summary_audit)"
         run.send_split(order.astype(int), B, cheap, "random")
         return
@@ -225,7 +225,7 @@ def label_model_audits(run: QuorumRun) -> bool:
         cfg.audit_llm_first
         and run.label_model_fits()
         and cfg.max_annotations >= 2
-        and not run.summ
+        and run.kind.discrete
         and bool(run.p.task.labels)
     )
 

@@ -8,8 +8,6 @@ human arm learns from its agreement with the other annotators' majority.
 
 from __future__ import annotations
 
-import numpy as np
-
 from quorum.routing.quorum.calibration import agreement_reward
 from quorum.routing.quorum.compiled.phase3_loop import compiled_settle
 from quorum.routing.quorum.run import QuorumRun
@@ -31,7 +29,7 @@ def settle(run: QuorumRun, t: int) -> None:
         ref = human_out
     elif cfg.agreement_reward and len(outs) >= 2:
         ref, _, _ = ans.aggregate(t)
-        if not run.summ and cfg.agreement_reward_value == "calibrated":
+        if run.kind.discrete and cfg.agreement_reward_value == "calibrated":
             paid = agreement_reward(*arms.agreed_seen, len(run.p.task.labels or []))
     else:
         return
@@ -48,7 +46,7 @@ def settle(run: QuorumRun, t: int) -> None:
         arms.post[a].update(x, r)
         asked.mark_rewarded(t, a)
     others = {a: y for a, y in outs.items() if not ans.is_h(a)}
-    if human_out is not None and not run.summ and len(others) >= 2:
+    if human_out is not None and run.kind.discrete and len(others) >= 2:
         y_o, agr_o = ans.agg.vote(others, ans.is_h)
         if ans.agg.consensus(agr_o, len(others)):  # how often LLM consensus is right
             n_seen, n_right = arms.agreed_seen
@@ -71,11 +69,6 @@ def settle_many(run: QuorumRun, items: list[int]) -> None:
 def _reward_human(run: QuorumRun, t: int, others: dict[str, str], human_out: str) -> None:
     """The human arm: its similarity to the majority of the other annotators."""
     ans = run.answers
-    if run.summ:
-        names = list(others)
-        emb = ans.embed([others[a] for a in names])
-        ref_o = others[names[ans.agg.choose(emb, np.ones(len(names)))]]
-    else:
-        ref_o, _ = ans.agg.vote(others, ans.is_h, lambda: ans.trust(t))
+    ref_o = ans.majority(others, t)
     run.arms.post_h.update(run.arms.asked.get(t, run.human), ans.similarity(human_out, ref_o))
     run.arms.asked.mark_rewarded(t, run.human)

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from quorum.data.schema import TaskType
-from quorum.routing.core.aggregation import CentroidSummary, WeightedMajorityVote
 from quorum.routing.core.base import AnnotationSource, RoutingProblem
 from quorum.routing.core.budget import Budget
 from quorum.routing.core.recorder import CallRecorder
@@ -86,7 +84,8 @@ class QuorumRun:
         self.budget = budget
         self.rng = self.core.rng
         self.rec = self.core.rec
-        self.summ = problem.task.type is TaskType.summarization
+        #: the task's kind (:mod:`quorum.tasks`): its aggregation, agreement and scores
+        self.kind = problem.task.kind
         self.ids: list[str] = problem.item_ids.tolist()
         self.T = len(self.ids)
         self.llm_names = self.core.llm_names
@@ -94,14 +93,12 @@ class QuorumRun:
         self.human = problem.task.human
         self.spend = Spending(self.rec, budget, self.llm_names, self.human, cfg.batch_size)
         self.arms = ArmModels(cfg, problem, self.llm_names, self.human)
-        agg_cls = CentroidSummary if self.summ else WeightedMajorityVote
-        agg = agg_cls(cfg.w_human, cfg.w_llm, cfg.consensus_threshold)
+        agg = self.kind.aggregator(cfg.w_human, cfg.w_llm, cfg.consensus_threshold)
         self.answers = Answers(
             self.rec,
             self.ids,
             self.human,
             agg,
-            self.summ,
             (cfg.w_human, cfg.w_llm),
             lambda t: self.arms.trust_order(t, self.budget.remaining_fraction),
         )
@@ -119,7 +116,7 @@ class QuorumRun:
             posts = [*self.arms.post.values(), self.arms.post_h]
             python = (
                 self.cfg.loop_backend != "numba"
-                or self.summ
+                or not self.kind.discrete
                 or self.spend._is_available is not None
                 or self.rec._prior
                 or any(p._k is None for p in posts)

@@ -21,24 +21,24 @@ _EPS = 1e-9
 
 
 def calibration_error_mask(
-    similarity: np.ndarray, summary: bool = False, quantile: float = 0.5
+    similarity: np.ndarray, graded: bool = False, quantile: float = 0.5
 ) -> np.ndarray:
     """True where a calibration answer is an error.
 
-    Labels: similarity (1 = same label as the human) below 1. Summaries: similarity to
-    the human summary below the ``quantile`` of the calibration similarities
-    (``summary_error_quantile``).
+    0/1 scores (labels): similarity (1 = same label as the human) below 1. Graded scores
+    (a kind with ``graded``, e.g. summaries): similarity to the human's output below the
+    ``quantile`` of the calibration similarities (``summary_error_quantile``).
 
     Examples
     --------
     >>> import numpy as np
     >>> calibration_error_mask(np.array([1.0, 0.0, 1.0])).tolist()
     [False, True, False]
-    >>> calibration_error_mask(np.array([0.9, 0.5, 0.7, 0.2]), summary=True).tolist()
+    >>> calibration_error_mask(np.array([0.9, 0.5, 0.7, 0.2]), graded=True).tolist()
     [False, True, False, True]
     """
     s = np.asarray(similarity, dtype=np.float64)
-    if summary and len(s):
+    if graded and len(s):
         return s < np.quantile(s, quantile)
     return s < 1.0
 

@@ -29,7 +29,7 @@ def calibration_errors(run: QuorumRun, cal: list[int], cheap: str) -> tuple[list
         if y is not None:
             judged.append(t)
             sims.append(run.answers.similarity(outs.get(cheap), y))
-    wrong = calibration_error_mask(np.array(sims), run.summ, run.cfg.summary_error_quantile)
+    wrong = calibration_error_mask(np.array(sims), run.kind.graded, run.cfg.summary_error_quantile)
     errs = [t for t, w in zip(judged, wrong, strict=True) if w]
     run.report.calibration_errors = len(errs)
     return judged, errs
@@ -69,7 +69,7 @@ def one_shot_dollars(run: QuorumRun, cal: list[int], rest: np.ndarray, cheap: st
         run.budget.humans_left,
     )
     judged, errs = calibration_errors(run, cal, cheap)
-    if run.summ and run.cfg.summary_audit == "random":
+    if run.kind.graded and run.cfg.summary_audit == "random":
         run.report.auditor_order = "random (summary_audit)"
     else:
         rest = error_ranked(run, rest, judged, errs)

@@ -13,7 +13,7 @@ The state of the compiled steps (:mod:`~quorum.routing.quorum.compiled.phase3_ke
   arrays (``buf[row[t, a]]`` the x_t arm a was asked with), phi and m_t;
 - ``work``: scratch arrays (:func:`scratch`).
 
-Every sum is the Python code's, in its order: :class:`~quorum.routing.core.aggregation.
+Every sum is the Python code's, in its order: :class:`~quorum.tasks.classification.
 WeightedMajorityVote` adds each label's weights in the order the answers came and the
 labels' totals in the order the labels came; ties go to the label whose best-ranked
 annotator ranks first (the trust order: the human, then the LLMs by q_a(x_t), stable).

@@ -1,0 +1,21 @@
+"""Task kinds: what differs between one label, a summary, ... lives in one class per kind.
+
+Modules:
+
+- ``base``: What every task kind is: the type names, one item as a prompt sees it, and the
+  :class:`TaskKind` contract that routing, live runs, quality checks, the bench and the exports
+  ask instead of testing the task's type.
+- ``classification``: Classification (one label from a fixed set) and its multiple-choice
+  variant: the weighted majority vote (paper, sec. 3.3), Delta_t, how a person's answer names a
+  label.
+- ``parsing``: Turn raw LLM answers into labels, summaries and confidences, or say they are
+  unusable.
+- ``registry``: The task kinds by name, and the kind of a task.
+- ``summarization``: Summarization (a free-text output per item): the embedding-centroid
+  aggregation (paper, sec. 3.3), the clipped cosine between two summaries, ROUGE-1.
+
+A new kind is one module: a :class:`~quorum.tasks.base.TaskKind` subclass (its outputs'
+parser, aggregator, metric, prompt template and human-task shape) and one entry in
+:data:`~quorum.tasks.registry.KINDS` (docs/architecture.md, "How to add a task kind").
+The rest of QUORUM asks ``task.kind`` and never tests the task's type.
+"""

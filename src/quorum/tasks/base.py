@@ -1,0 +1,215 @@
+"""What every task kind is: the type names, one item as a prompt sees it, and the
+:class:`TaskKind` contract that routing, live runs, quality checks, the bench and the
+exports ask instead of testing the task's type.
+
+A kind answers four groups of questions (each a method or class attribute below):
+
+* outputs: what an answer is (``discrete``: one of a fixed set of labels, equal or not;
+  else free or structured), how a raw answer is parsed (:meth:`TaskKind.parse`), how close
+  two outputs are (:meth:`TaskKind.aggregator`'s ``similarity``, in [0, 1]) and the
+  headline metric against a reference (:meth:`TaskKind.metric`);
+* aggregation: several weighted outputs of one item as one (:meth:`TaskKind.aggregator`);
+* prompts: the bundled template, the options an answer may name, the output's length;
+* people: what a human task shows (:meth:`TaskKind.human_options`), how a person's answer
+  reads (:meth:`TaskKind.match_human`), the Label Studio control and how its result reads
+  back (:meth:`TaskKind.labelstudio_control`, :meth:`TaskKind.labelstudio_raw`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+import pandas as pd
+
+from quorum.tasks.parsing import LabelParser, Parsed
+
+
+class TaskType(StrEnum):
+    """The name of a task kind, as a project file or a dataset's task.toml gives it."""
+
+    classification = "classification"
+    multiple_choice = "multiple_choice"
+    summarization = "summarization"
+
+    @property
+    def has_labels(self) -> bool:
+        """Whether the task names a fixed label set (its kind is ``discrete``)."""
+        from quorum.tasks.registry import KINDS
+
+        return KINDS[self].discrete
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """What a prompt, a human task or a parser needs to know about one item."""
+
+    item_id: str
+    text: str
+    choices: tuple[str, ...] | None = None
+
+
+Embed = Callable[[list[str]], np.ndarray]
+
+
+class Aggregator(Protocol):
+    """Several outputs of one item as one (paper, sec. 3.3), and how close two outputs are.
+
+    ``is_h(a)`` says whether annotator ``a`` is a human (weight w_H, else w_LLM);
+    ``embed`` maps texts to unit-norm rows (used by kinds whose outputs are compared by
+    meaning, ignored by the others); ``priority`` gives the trust order, asked for only to
+    break a tie.
+    """
+
+    def vote_item(
+        self,
+        outputs: Mapping[str, str],
+        is_h: Callable[[str], bool],
+        priority: Callable[[], list[str]] | None,
+        embed: Embed | None,
+    ) -> tuple[str | None, float]: ...
+
+    def agreement_item(
+        self, outputs: Mapping[str, str], is_h: Callable[[str], bool], embed: Embed | None
+    ) -> float: ...
+
+    def majority(
+        self,
+        outputs: Mapping[str, str],
+        is_h: Callable[[str], bool],
+        priority: Callable[[], list[str]] | None,
+        embed: Embed | None,
+    ) -> str | None: ...
+
+    def delta(self, outputs: list[str], embed: Embed | None) -> float: ...
+
+    def similarity(self, out: str | None, ref: str, embed: Embed | None) -> float: ...
+
+    def consensus(self, agreement: float, n: int) -> bool: ...
+
+
+class TaskKind(ABC):
+    """One task kind: everything that differs between kinds, asked by the rest of QUORUM.
+
+    Parameters
+    ----------
+    labels : the label values (None for kinds without a label set).
+    label_names : label value -> the name a prompt and a person see.
+    """
+
+    #: the kind's name in a project file (``[task] type``)
+    type: ClassVar[TaskType]
+    #: outputs are labels from a fixed set, compared by equality (the label model, the
+    #: integer-coded compiled loops, the one-answer vote and LLM-consensus counts apply)
+    discrete: ClassVar[bool]
+    #: scores are graded, not 0/1: a calibration error is a score below a quantile
+    #: (``summary_error_quantile``), and ``summary_audit`` applies
+    graded: ClassVar[bool]
+    #: the items' column that holds the reference output
+    reference_column: ClassVar[str]
+    #: the headline metric's name (``simulate`` rows, tables), its name in the dataset
+    #: listing and its short form there
+    metric_name: ClassVar[str]
+    metric_label: ClassVar[str]
+    metric_short: ClassVar[str]
+    #: the bundled prompt template (``quorum/tasks/templates/<name>.txt``)
+    template_name: ClassVar[str]
+    #: "classified" / "summarized": the confidence prompt's verb
+    task_verb: ClassVar[str]
+    #: default max_tokens of one LLM answer
+    max_tokens: ClassVar[int]
+    #: the Label Studio control QUORUM reads answers from
+    labelstudio_name: ClassVar[str]
+    #: whether k > 1 people's answers to one item can be voted
+    people_vote: ClassVar[bool]
+    #: whether a person picks one of the options shown (Label Studio gets ``$options``)
+    people_choose: ClassVar[bool] = False
+    #: an answer can be constrained (a grammar or JSON schema of its forms); else free text
+    constrained_output: ClassVar[bool] = False
+    #: outputs are compared by meaning: their embeddings (``embed_outputs``) are needed
+    embeds_outputs: ClassVar[bool] = False
+
+    def __init__(
+        self, labels: Sequence[str] | None = None, label_names: Mapping[str, str] | None = None
+    ) -> None:
+        self.labels = [str(x) for x in labels or []]
+        self.label_names = dict(label_names or {})
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(labels={self.labels!r})"
+
+    # -- outputs -------------------------------------------------------------------
+    @abstractmethod
+    def aggregator(self, w_human: float, w_llm: float, threshold: float) -> Aggregator:
+        """The aggregation of several weighted outputs of one item."""
+
+    @abstractmethod
+    def metric(self, outputs: pd.Series, references: pd.Series, language: str) -> float:
+        """The headline metric of final outputs against references (indexed by item)."""
+
+    @abstractmethod
+    def scorer(self, language: str) -> Callable[[str, str], float]:
+        """score(output, reference) in [0, 1] for one item (the quality estimate's)."""
+
+    def parser(self) -> LabelParser | None:
+        """The parser of an LLM's raw answer into a label (None: free text)."""
+        return None
+
+    @abstractmethod
+    def parse(self, parser: LabelParser | None, text: str | None, item: ItemView) -> Parsed:
+        """An LLM's raw answer on ``item`` as an output, or why it cannot be used."""
+
+    def confidence_prediction(self, prediction: str, item: ItemView) -> str:
+        """The prediction as the confidence prompt shows it."""
+        return prediction
+
+    def placeholder(self, item_id: str, gold: Any, rng: np.random.Generator) -> str:
+        """A stand-in truth for ``quorum plan``'s dry run: the gold where it is an output
+        of this kind, else a made-up one."""
+        return f"output of item {item_id}"
+
+    # -- prompts and options -----------------------------------------------------------
+    def display_labels(self) -> list[str]:
+        """The label names a prompt and a person see, in label order."""
+        return [self.label_names.get(lab, lab) for lab in self.labels]
+
+    def options(self, item: ItemView) -> list[str]:
+        """What the indices in an answer refer to (empty: an answer is free text)."""
+        return []
+
+    def answer_forms(self, item: ItemView) -> list[str]:
+        """The strings a constrained answer may be (empty: unconstrained)."""
+        return []
+
+    # -- people ------------------------------------------------------------------------
+    def human_options(self, item: ItemView) -> list[str]:
+        """The options a human task shows (empty: a free-text answer)."""
+        return []
+
+    @abstractmethod
+    def match_human(self, raw: str, item: ItemView) -> str | None:
+        """The output a person's answer names, or None."""
+
+    @abstractmethod
+    def labelstudio_control(self) -> str:
+        """The Label Studio control element (one XML line) that collects an answer."""
+
+    @abstractmethod
+    def labelstudio_raw(
+        self, result: Mapping[str, Any], unshown: Callable[[str], str]
+    ) -> tuple[bool, str | None]:
+        """(whether ``result`` is this control's, a person's raw answer in it)."""
+
+    def labelstudio_value(self, raw: str, options: list[str]) -> str:
+        """A raw Label Studio answer as an output value."""
+        return raw
+
+    @abstractmethod
+    def labelstudio_prediction(
+        self, output: str, options: list[str], shown: Callable[[str], str]
+    ) -> tuple[dict[str, Any], str] | None:
+        """An LLM's output as a pre-annotation ``(value, type)`` (None: cannot be shown)."""

@@ -1,0 +1,31 @@
+"""The task kinds by name, and the kind of a task."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from quorum.tasks.base import TaskKind, TaskType
+from quorum.tasks.classification import Classification, MultipleChoice
+from quorum.tasks.summarization import Summarization
+
+#: every kind, by its ``[task] type`` name; a new kind is one class and one entry here
+KINDS: dict[TaskType, type[TaskKind]] = {
+    TaskType.classification: Classification,
+    TaskType.multiple_choice: MultipleChoice,
+    TaskType.summarization: Summarization,
+}
+
+
+def kind_of(
+    task_type: TaskType | str,
+    labels: Sequence[str] | None = None,
+    label_names: Mapping[str, str] | None = None,
+) -> TaskKind:
+    """The kind object of a task type, with the task's labels.
+
+    >>> kind_of("classification", ["neg", "pos"]).discrete
+    True
+    >>> kind_of("summarization").metric_name
+    'rouge1'
+    """
+    return KINDS[TaskType(task_type)](labels, label_names)
