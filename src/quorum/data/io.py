@@ -43,6 +43,8 @@ from quorum.errors import DatasetNotFoundError, DataValidationError
 Format = Literal["csv", "jsonl", "parquet"]
 FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
 TASK_FILES: tuple[str, ...] = ("task.toml", "task.yaml", "task.yml")
+#: the answers' file: ``annotations.<fmt>``, or ``answers.<fmt>`` (the shared data's name)
+ANSWER_FILES: tuple[str, ...] = ("annotations", "answers")
 META_FILE = "meta.json"
 #: column dtypes of CSV files, so that a CSV round trip keeps metadata types exactly
 DTYPES_FILE = "dtypes.json"
@@ -76,10 +78,14 @@ def load_folder(path: str | Path) -> Dataset:
     folder = Path(path).expanduser()
     if not folder.is_dir():
         raise DatasetNotFoundError(f"dataset folder not found: {folder}")
-    task_file = _find_one(folder, TASK_FILES, required=True, what="task file")
+    task_file = _find_one(folder, TASK_FILES, required=False, what="task file")
     items_file = _find_one(folder, [f"items.{f}" for f in FORMATS], required=True, what="items")
-    ann_file = _find_one(folder, [f"annotations.{f}" for f in FORMATS], required=False, what="")
-    assert task_file is not None and items_file is not None
+    ann_file = _find_one(
+        folder, [f"{n}.{f}" for n in ANSWER_FILES for f in FORMATS], required=False, what=""
+    )
+    assert items_file is not None
+    if task_file is None:  # a folder as it is: its kind recognised from its columns
+        return _load_bare(folder, items_file, ann_file)
 
     task_data, extras = split_folder_keys(_read_task_data(task_file))
     items, annotations = _read_frames(folder, items_file, ann_file)
@@ -104,6 +110,25 @@ def load_folder(path: str | Path) -> Dataset:
         if msg.startswith(str(task_file)):
             raise
         raise DataValidationError(f"{where(msg)}: {msg}") from exc
+
+
+def _load_bare(folder: Path, items_file: Path, ann_file: Path | None) -> Dataset:
+    """A folder with no task file: the task kind whose columns its files have
+    (:func:`quorum.tasks.registry.recognise_folder`) gives the task and the canonical
+    frames; a task file, where present, wins."""
+    from quorum.tasks.registry import recognise_folder
+
+    items = _read_table(items_file)
+    answers = _read_table(ann_file, allow_empty=True) if ann_file else pd.DataFrame()
+    kind = recognise_folder(items, answers)
+    if kind is None:
+        raise DatasetNotFoundError(
+            f"{folder}: no task file found; looked for {', '.join(TASK_FILES)}; and its "
+            f"columns (items: {list(items.columns)}; answers: {list(answers.columns)}) match "
+            "no task kind"
+        )
+    task_data, items, annotations = kind.folder_task(folder.name, items, answers)
+    return _assemble(folder, items_file, task_data, {}, items, annotations, {}, None)
 
 
 def _read_json(path: Path) -> Any:

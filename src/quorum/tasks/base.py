@@ -142,6 +142,22 @@ class TaskKind(ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(labels={self.labels!r})"
 
+    # -- a dataset folder as it is (no task file) -----------------------------------
+    @classmethod
+    def recognise(cls, items: pd.DataFrame, answers: pd.DataFrame) -> bool:
+        """Whether a folder's items and answers (no task file) hold a task of this kind,
+        by their columns."""
+        return False
+
+    @classmethod
+    def folder_task(
+        cls, name: str, items: pd.DataFrame, answers: pd.DataFrame
+    ) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
+        """(task file keys, items, annotations) of a folder :meth:`recognise` took: the
+        frames in canonical form (``item_id, text[, gold]``; ``item_id, annotator,
+        output``)."""
+        raise NotImplementedError(f"{cls.__name__} does not read a folder without a task file")
+
     # -- outputs -------------------------------------------------------------------
     @abstractmethod
     def aggregator(self, w_human: float, w_llm: float, threshold: float) -> Aggregator:

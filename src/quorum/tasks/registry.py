@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import pandas as pd
+
 from quorum.tasks.base import TaskKind, TaskType
 from quorum.tasks.classification import Classification, MultipleChoice
 from quorum.tasks.summarization import Summarization
@@ -14,6 +16,15 @@ KINDS: dict[TaskType, type[TaskKind]] = {
     TaskType.multiple_choice: MultipleChoice,
     TaskType.summarization: Summarization,
 }
+
+
+def recognise_folder(items: pd.DataFrame, answers: pd.DataFrame) -> type[TaskKind] | None:
+    """The kind whose columns a folder without a task file has (the first in
+    :data:`KINDS` that recognises them), or None."""
+    for cls in KINDS.values():
+        if cls.recognise(items, answers):
+            return cls
+    return None
 
 
 def kind_of(
