@@ -39,9 +39,11 @@ class TaskType(StrEnum):
     @property
     def has_labels(self) -> bool:
         """Whether the task names a fixed label set (its kind is ``discrete``)."""
-        from quorum.tasks.registry import KINDS
+        return _DISCRETE[self]
 
-        return KINDS[self].discrete
+
+#: each kind's ``discrete``, by type (filled as the kind classes are defined)
+_DISCRETE: dict[TaskType, bool] = {}
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,11 @@ class TaskKind(ABC):
     constrained_output: ClassVar[bool] = False
     #: outputs are compared by meaning: their embeddings (``embed_outputs``) are needed
     embeds_outputs: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "type" in cls.__dict__:
+            _DISCRETE[cls.type] = cls.discrete
 
     def __init__(
         self, labels: Sequence[str] | None = None, label_names: Mapping[str, str] | None = None

@@ -15,12 +15,9 @@ the conditions themselves.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from quorum.routing.quorum.compiled.fixed_answers import AnswerCodes, answer_codes
-
-if TYPE_CHECKING:
-    from quorum.routing.quorum.run import QuorumRun
 
 __all__ = ["EXACT_UNITS", "Loops", "choose_loops"]
 
@@ -47,8 +44,9 @@ class Loops:
         return self.fixed is not None
 
 
-def choose_loops(run: QuorumRun) -> Loops:
-    """The loops of ``run`` (module docstring); looks the fixed answers up once."""
+def choose_loops(run: Any) -> Loops:
+    """The loops of ``run`` (a :class:`~quorum.routing.quorum.run.QuorumRun`; the module
+    docstring); looks the fixed answers up once."""
     cfg = run.cfg
     posts = [*run.arms.post.values(), run.arms.post_h]
     python = (
