@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -151,8 +152,8 @@ def annotate(
     run sleeps until those answers arrive and routes again, spending at most ``wait``
     seconds waiting in all (routing time does not count).
     """
-    if wait < 0:
-        raise ConfigError(f"--wait must be >= 0 seconds, got {wait:g}")
+    if not math.isfinite(wait) or wait < 0:
+        raise ConfigError(f"--wait must be a finite number of seconds >= 0, got {wait:g}")
     items = load_items(cfg)
     views = item_views(items)
     ledger = open_ledger(cfg)
