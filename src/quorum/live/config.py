@@ -23,17 +23,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from quorum.data.schema import GOLD_HUMAN, TaskType
 from quorum.errors import ConfigError
-from quorum.live.config_annotators import AnnotatorConfig
+from quorum.live.config_annotators import MAX_AMOUNT, AnnotatorConfig
 from quorum.live.config_humans import HumansConfig
 from quorum.live.config_task import ItemsConfig, TaskConfig
 
-_Strict = ConfigDict(extra="forbid")
+_Strict = ConfigDict(extra="forbid", allow_inf_nan=False)  # inf/nan: a clear error
 
 
 class BudgetConfig(BaseModel):
     model_config = _Strict
 
-    limit: float = Field(ge=0.0, description="hard money budget for the project")
+    limit: float = Field(ge=0.0, le=MAX_AMOUNT, description="hard money budget for the project")
     setting: Literal["dollars", "auditor"] = "dollars"
     human_limit: int | None = Field(default=None, ge=0, description="auditor: human labels")
     charge_interrupted: bool = Field(
@@ -95,7 +95,9 @@ class ProjectConfig(BaseModel):
         description="annotator acting as the human arm; 'gold' uses the gold column; "
         "default: the one annotator of kind human, else 'gold' if a gold column is set",
     )
-    human_price: float = Field(default=0.10, ge=0.0, description="price of the 'gold' human")
+    human_price: float = Field(
+        default=0.10, ge=0.0, le=MAX_AMOUNT, description="price of the 'gold' human"
+    )
     method: str = "quorum"
     method_params: dict[str, Any] = Field(default_factory=dict)
     seed: int = 0

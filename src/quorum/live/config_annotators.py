@@ -8,7 +8,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from quorum.data.schema import GOLD_HUMAN
 
-_Strict = ConfigDict(extra="forbid")
+#: the largest money amount (a budget, a price) a project may name: beyond it the ledger's
+#: integer nano-units and the reservation bounds are meaningless (issue 37: 1e300)
+MAX_AMOUNT = 1e9
+
+_Strict = ConfigDict(extra="forbid", allow_inf_nan=False)  # inf/nan: a clear error
 
 
 class AnnotatorConfig(BaseModel):
@@ -25,10 +29,12 @@ class AnnotatorConfig(BaseModel):
     )
     api_base: str | None = None
     api_key_env: str | None = Field(default=None, description="env var that holds the key")
-    price: float | None = Field(default=None, ge=0.0, description="fixed cost per call")
-    input_cost_per_token: float | None = Field(default=None, ge=0.0)
-    output_cost_per_token: float | None = Field(default=None, ge=0.0)
-    confidence_price: float | None = Field(default=None, ge=0.0)
+    price: float | None = Field(
+        default=None, ge=0.0, le=MAX_AMOUNT, description="fixed cost per call"
+    )
+    input_cost_per_token: float | None = Field(default=None, ge=0.0, le=MAX_AMOUNT)
+    output_cost_per_token: float | None = Field(default=None, ge=0.0, le=MAX_AMOUNT)
+    confidence_price: float | None = Field(default=None, ge=0.0, le=MAX_AMOUNT)
     max_tokens: int | None = Field(default=None, ge=1)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     seed: int | None = None

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from quorum.data.schema import TaskType
 from quorum.live.parsing import label_key
 
-_Strict = ConfigDict(extra="forbid")
+_Strict = ConfigDict(extra="forbid", allow_inf_nan=False)  # inf/nan: a clear error
 
 
 class ItemsConfig(BaseModel):
