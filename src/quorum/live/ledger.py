@@ -41,7 +41,14 @@ from quorum.errors import QuorumError
 from quorum.live.cells import float_or_none as _f
 from quorum.live.cells import int_or_none as _int
 from quorum.live.cells import text_or_none as _s
-from quorum.live.ledger_schema import SCHEMA, SCHEMA_VERSION, TASK_COLUMNS, migrate, open_readonly
+from quorum.live.ledger_schema import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    TASK_COLUMNS,
+    check_intact,
+    migrate,
+    open_readonly,
+)
 from quorum.routing.budget import from_units
 
 #: integer nano-units of a money column, summed without float drift
@@ -74,9 +81,16 @@ class Ledger:
             self.conn = open_readonly(self.path)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            existed = self.path.is_file() and self.path.stat().st_size > 0
             self.conn = sqlite3.connect(
                 str(self.path), check_same_thread=False, timeout=30, isolation_level=None
             )
+            if existed:  # a damaged file is said so, not blamed on permissions (issue 37)
+                try:
+                    check_intact(self.conn, self.path)
+                except QuorumError:
+                    self.conn.close()
+                    raise
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute(f"PRAGMA synchronous={sync.upper()}")
             self.conn.executescript(SCHEMA)

@@ -97,6 +97,28 @@ def migrate(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (SCHEMA_VERSION,))
 
 
+def damaged(path: Path, why: object) -> QuorumError:
+    """The one-line error of a ledger file SQLite cannot read as a database (corrupt,
+    truncated, or another kind of file): what to do is not about permissions."""
+    return QuorumError(
+        f"the ledger {path} is damaged ({why}): it is not a readable SQLite database; "
+        "restore a copy of it, or move it aside to start the project's ledger afresh "
+        "(the calls it recorded would then be made, and paid, again)"
+    )
+
+
+def check_intact(conn: sqlite3.Connection, path: Path) -> None:
+    """SQLite's ``quick_check`` of the whole file; a damaged ledger is :func:`damaged`."""
+    try:
+        rows = conn.execute("PRAGMA quick_check").fetchall()
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError) and "malformed" not in str(exc):
+            raise
+        raise damaged(path, exc) from None
+    if [tuple(r) for r in rows] != [("ok",)]:
+        raise damaged(path, "; ".join(str(r[0]) for r in rows[:3]))
+
+
 def open_readonly(path: Path) -> sqlite3.Connection:
     """A query-only connection that also works where the ledger's folder (or file) cannot be
     written: SQLite then cannot create the WAL index (``-shm``) a normal reader needs, so
@@ -111,9 +133,16 @@ def open_readonly(path: Path) -> sqlite3.Connection:
             )
             conn.execute("PRAGMA query_only=ON")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            return conn
+            check_intact(conn, path)
+        except sqlite3.DatabaseError as exc:
+            if not isinstance(exc, sqlite3.OperationalError):
+                raise damaged(path, exc) from None  # not a database: no other mode helps
+            last = exc
+            continue
         except sqlite3.Error as exc:
             last = exc
+            continue
+        return conn
     raise QuorumError(
         f"cannot read the ledger {path}: {last} (check that the file and its folder can be "
         "read; a copy of the folder can be read anywhere)"

@@ -32,6 +32,7 @@ from quorum.live.definition import check_definition
 from quorum.live.fill import fill_labels
 from quorum.live.items import item_views, load_items
 from quorum.live.ledger import Ledger, money_str
+from quorum.live.ledger_schema import damaged
 from quorum.live.problem import build_arms, build_problem, build_task, make_parser
 from quorum.live.run_progress import Progress
 from quorum.live.settle import give_paid_calls, label_orphans, settle_orphans
@@ -60,12 +61,21 @@ def open_ledger(cfg: ProjectConfig) -> Ledger:
     """The project's ledger, or a one-line error when its folder cannot be written."""
     try:
         return Ledger(cfg.ledger_path, sync=cfg.ledger_sync)
-    except (OSError, sqlite3.Error) as exc:
-        why = getattr(exc, "strerror", None) or str(exc)
-        raise ConfigError(
-            f"cannot write the ledger {cfg.ledger_path}: {why}; make its folder writable or "
-            "set `ledger` in the project file to a writable path"
-        ) from None
+    except sqlite3.DatabaseError as exc:
+        if not isinstance(exc, sqlite3.OperationalError):
+            raise damaged(cfg.ledger_path, exc) from None
+        raise _unwritable(cfg, exc) from None
+    except OSError as exc:
+        raise _unwritable(cfg, exc) from None
+
+
+def _unwritable(cfg: ProjectConfig, exc: BaseException) -> ConfigError:
+    """The ledger's file or folder cannot be written: one line that says what to do."""
+    why = getattr(exc, "strerror", None) or str(exc)
+    return ConfigError(
+        f"cannot write the ledger {cfg.ledger_path}: {why}; make its folder writable or "
+        "set `ledger` in the project file to a writable path"
+    )
 
 
 def check_budget(cfg: ProjectConfig, arms: dict[str, Any]) -> None:
