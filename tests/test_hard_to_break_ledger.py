@@ -7,6 +7,7 @@ where it never did."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 from live_servers.fixtures import write_project
 from quorum.cli import app
 from quorum.live.config import load_project
+from quorum.live.ledger import Ledger
 from quorum.live.runner import annotate
 
 KW = {"name": "kw", "kind": "model", "model": "live_servers.models:keyword_sentiment",
@@ -76,3 +78,53 @@ def test_a_damaged_ledger_is_said_so_everywhere(run_project, how) -> None:
         assert "is damaged" in out, (cmd, out)
         assert "writable" not in out, (cmd, out)
     assert not list(proj.parent.glob("*.csv"))  # export wrote nothing
+
+
+def test_charged_interrupted_money_counts_as_spent(tmp_path) -> None:
+    """A call a kill cut off after its request left costs its reservation (spent, so the
+    guard and the router count it); one that never left costs nothing."""
+    led = Ledger(tmp_path / "l.sqlite")
+    run = led.start_run("p", "h", "{}", "random", 0, 1.0)
+    sent = led.start_call(run, "k1", "annotate", "a", "llm", "llm", "m", None, "p", {}, 0.2,
+                          sent=False)  # fmt: skip
+    led.mark_sent(sent)
+    led.start_call(run, "k2", "annotate", "b", "llm", "llm", "m", None, "p", {}, 0.3,
+                   sent=False)  # fmt: skip
+    led.start_call(run, "k3", "annotate", "c", "kw", "model", None, None, "p", {}, 0.1)
+    n, amount = led.mark_interrupted()
+    assert (n, round(amount, 9)) == (2, 0.3)
+    money = led.money()
+    assert round(money["committed"], 9) == 0.3
+    assert money["interrupted_calls"] == 2
+    rows = dict(led.query("SELECT item_id, cost_source FROM calls"))
+    assert rows == {"a": "reserved (possibly billed)", "b": "never sent",
+                    "c": "reserved (possibly billed)"}  # fmt: skip
+    led.close()
+
+
+def test_an_error_reply_is_not_counted_as_sent(tmp_path) -> None:
+    """A try answered with an HTTP error (not billed) clears the mark; a timeout keeps it."""
+    led = Ledger(tmp_path / "l.sqlite")
+    run = led.start_run("p", "h", "{}", "random", 0, 1.0)
+    cid = led.start_call(run, "k", "annotate", "a", "llm", "llm", "m", None, "p", {}, 0.2,
+                         sent=False)  # fmt: skip
+    led.mark_sent(cid)
+    led.mark_sent(cid, sent=False)
+    assert led.mark_interrupted() == (0, 0.0)
+    led.close()
+
+
+def test_an_old_ledger_keeps_its_inflight_calls_charged(tmp_path) -> None:
+    """A ledger written before ``sent_at`` existed: its calls count as sent."""
+    path = tmp_path / "old.sqlite"
+    led = Ledger(path)
+    run = led.start_run("p", "h", "{}", "random", 0, 1.0)
+    led.start_call(run, "k", "annotate", "a", "llm", "llm", "m", None, "p", {}, 0.2)
+    led.close()
+    con = sqlite3.connect(path)
+    con.execute("ALTER TABLE calls DROP COLUMN sent_at")
+    con.commit()
+    con.close()
+    led = Ledger(path)
+    assert led.mark_interrupted() == (1, 0.2)
+    led.close()

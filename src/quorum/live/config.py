@@ -37,8 +37,11 @@ class BudgetConfig(BaseModel):
     setting: Literal["dollars", "auditor"] = "dollars"
     human_limit: int | None = Field(default=None, ge=0, description="auditor: human labels")
     charge_interrupted: bool = Field(
-        default=False,
-        description="charge calls cut off by a crash to the budget of the resumed run",
+        default=True,
+        description="count calls a kill cut off after their request left (possibly billed, "
+        "at their reservation) as spent, so that the provider's bill never passes the "
+        "limit; false: a resumed run routes as if they cost nothing (the bill may then "
+        "pass the limit by at most their reservations)",
     )
     price_change: Literal["refuse", "accept"] = Field(
         default="refuse",

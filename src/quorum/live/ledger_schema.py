@@ -67,7 +67,10 @@ CREATE TABLE IF NOT EXISTS human_reliability (
 #: columns added after schema version 1 (older ledgers get them on open)
 ADDED = {"human_queue": {"raw": "TEXT", "line": "INTEGER", "given": "INTEGER DEFAULT 0",
                           "price": "REAL", "wanted": "INTEGER DEFAULT 1",
-                          "confidence": "REAL", "note": "TEXT"}}  # fmt: skip
+                          "confidence": "REAL", "note": "TEXT"},
+         # when a call's request first left for the endpoint (NULL: not yet sent); a call
+         # a kill cuts off before that was never billed (issue 37)
+         "calls": {"sent_at": "REAL"}}  # fmt: skip
 
 #: schema 3: a task's labels are rows of ``human_labels`` (one per slot); a task of an older
 #: ledger is one slot, its own call
@@ -93,6 +96,8 @@ def migrate(conn: sqlite3.Connection) -> None:
         for col, decl in cols.items():
             if col not in have:
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN {col} {decl}")
+                if (table, col) == ("calls", "sent_at"):  # older calls: assume sent
+                    conn.execute("UPDATE calls SET sent_at = coalesce(created_at, 0)")
     conn.execute(_SLOTS_OF_OLD_TASKS)
     conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (SCHEMA_VERSION,))
 

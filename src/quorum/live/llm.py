@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from quorum.errors import ConfigError
 from quorum.live.calls import (
+    SENDING,
     AttemptHook,
     CallKind,
     Health,
@@ -74,6 +75,7 @@ class TokenPrices:
 
 class LLMAnnotator(PricedAnnotator):
     kind = "llm"
+    reports_sends = True  # each try's request is recorded as sent before it leaves
 
     def __init__(
         self,
@@ -250,6 +252,7 @@ class LLMAnnotator(PricedAnnotator):
                 await bucket.acquire()
             async with sem:
                 started, t0 = time.time(), time.monotonic()
+                on_attempt(n, started, 0.0, SENDING, None)  # recorded before it leaves
                 try:
                     reply = await self._try_once(req, params)
                 except Exception as exc:  # classified below; never propagates

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from quorum.data.schema import TaskType
-from quorum.live.calls import Annotator, Redactor, Request, Response
+from quorum.live.calls import MAYBE_BILLED, SENDING, Annotator, Redactor, Request, Response
 from quorum.live.ledger import Ledger
 from quorum.live.live_stats import LiveStats
 from quorum.live.money_guard import MoneyGuard
@@ -130,14 +130,20 @@ class MachineCalls:
 
     async def _send(self, ann: Annotator, req: Request) -> tuple[Response, Parsed]:
         """Write the ``inflight`` row, make the call, record its result (inside a slot)."""
+        reports = bool(getattr(ann, "reports_sends", False))
         call_id = self.ledger.start_call(
             self.run_id, req.key, req.kind, req.item_id, req.annotator, ann.kind, ann.model,
-            ann.api_base, req.prompt, req.params, req.reserved,
+            ann.api_base, req.prompt, req.params, req.reserved, sent=not reports,
         )  # fmt: skip
 
         def on_attempt(n: int, started: float, lat: float, outcome: str, err: str | None):
+            if outcome == SENDING:  # committed before the request leaves (issue 37)
+                self.ledger.mark_sent(call_id)
+                return
             if outcome != "ok":  # successful tries are recorded with the call itself
                 self.ledger.add_attempt(call_id, n, started, lat, outcome, self.redact(err))
+                if reports and outcome not in MAYBE_BILLED:  # an error reply: not billed
+                    self.ledger.mark_sent(call_id, sent=False)
 
         resp = await ann.call(req, on_attempt)
         parsed = self._parse(req, resp)

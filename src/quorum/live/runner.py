@@ -229,6 +229,7 @@ def _open_run(run: _Run, items: pd.DataFrame, views: Any, quiet: bool) -> LiveSo
         if "gold" in items.columns
         else None,
         queue_depth=_queue_depth(cfg, run.human),
+        charge_interrupted=cfg.budget.charge_interrupted,
     )
     source.resubmit_pending()
     source.collect_answers()
@@ -310,10 +311,12 @@ def _settled(run: _Run, source: LiveSource, result: RoutingResult, tally: _Tally
         return False
     if source.not_made:
         log.warning(
-            "%d call(s) the router planned were not made: the ledger's money is "
-            "spent (calls cut off by a stop count as possibly billed; set "
-            "budget.charge_interrupted = true to let the router plan with that)",
+            "%d call(s) the router planned were not made: the ledger's money is spent%s",
             source.not_made,
+            ""
+            if run.cfg.budget.charge_interrupted
+            else " (calls cut off by a stop count as possibly billed; set "
+            "budget.charge_interrupted = true to let the router plan with that)",
         )
     return True
 
