@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from quorum.live.openai_http import HTTPCallError, OpenAIHTTPClient, reply_fields
+from quorum.live.openai_http import HTTPCallError, OpenAIHTTPClient, check_choices, reply_fields
 
 __all__ = ["ChatTry", "Reply", "Route", "classify", "get_litellm", "litellm_reply_fields"]
 
@@ -113,6 +113,7 @@ class ChatTry:
             model=model, messages=messages, api_base=api_base, api_key=api_key,
             timeout=timeout, num_retries=0, max_retries=0, **params,
         )  # fmt: skip
+        check_choices(list(getattr(resp, "choices", None) or []))
         return litellm_reply(resp)
 
     def close(self) -> None:

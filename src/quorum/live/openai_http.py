@@ -50,6 +50,17 @@ class HTTPCallError(Exception):
         self.status_code = status
 
 
+def check_choices(choices: Any) -> None:
+    """A reply with no choice (``"choices": []``, none at all) holds no answer: a failed
+    try at no cost, like a reply that is not JSON (issue 37), never a paid empty answer."""
+    if not isinstance(choices, list) or not choices:
+        raise HTTPCallError(
+            f"reply has no choices ({'choices: []' if choices == [] else 'no choices list'})",
+            "invalid response",
+            True,
+        )
+
+
 def _retry_after(headers: Any) -> float | None:
     try:
         val = headers.get("retry-after") or headers.get("Retry-After")
@@ -153,6 +164,7 @@ class OpenAIHTTPClient:
             raise HTTPCallError(f"invalid JSON reply: {snippet}", "invalid response", True) from exc
         if not isinstance(data, dict):
             raise HTTPCallError("reply is not a JSON object", "invalid response", True)
+        check_choices(data.get("choices"))
         return data
 
     async def _post_aiohttp(self, body: bytes) -> tuple[int, Any, bytes]:
