@@ -42,6 +42,9 @@ class Request:
     reserved: float
     messages: list[dict[str, str]] | None = None
     prediction: str | None = None
+    #: why this request is not sent (an item too long for the annotator): a failed call
+    #: at no cost, recorded with this reason
+    refuse: str | None = None
 
     @property
     def item_id(self) -> str:

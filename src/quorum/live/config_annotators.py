@@ -61,6 +61,18 @@ class AnnotatorConfig(BaseModel):
     rate_limit: float | None = Field(default=None, gt=0.0, description="requests per second")
     dead_after: int = Field(default=3, ge=1, description="consecutive failed calls -> dead")
     prompt_token_margin: float = Field(default=1.5, ge=1.0)
+    max_prompt_tokens: int = Field(
+        default=32768,
+        ge=1,
+        description="token-priced LLM: an item whose prompt is longer is not sent to it (a "
+        "failed call at no cost naming the item) and does not set the reservation bound",
+    )
+    max_reply_chars: int = Field(
+        default=65536,
+        ge=1,
+        description="a reply is stored (and read) up to this many characters; the rest is "
+        "cut off and the call says so",
+    )
     # -- human --------------------------------------------------------------
     queue: str | None = Field(default=None, description="human queue folder")
 

@@ -89,6 +89,8 @@ class MachineCalls:
     async def _call(self, ann: Annotator, req: Request, skip_unpaid: bool) -> Outcome:
         if not ann.available:
             return self._refuse(ann, req, f"endpoint declared dead: {ann.health.reason}")
+        if req.refuse:  # e.g. an item too long for this annotator: recorded, not sent
+            return self._refuse(ann, req, req.refuse)
         if not self.guard.hold(req.reserved):
             if skip_unpaid:
                 return self.overplanned(req.item_id, req.annotator)
@@ -168,9 +170,14 @@ class MachineCalls:
         return resp, parsed
 
     def _recorded(self, resp: Response) -> dict[str, Any]:
-        """What the ledger keeps of a response besides its parse (texts redacted)."""
+        """What the ledger keeps of a response besides its parse (texts redacted); a reply
+        cut at ``max_reply_chars`` says so in ``error``."""
+        error = resp.error
+        cut = (resp.extra or {}).get("truncated")
+        if cut and resp.raw is not None:
+            error = f"reply truncated: {cut} characters, {len(resp.raw)} kept (max_reply_chars)"
         return {
-            "response_raw": self.redact(resp.raw), "error": self.redact(resp.error),
+            "response_raw": self.redact(resp.raw), "error": self.redact(error),
             "cost": resp.cost, "cost_source": resp.cost_source, "token_cost": resp.token_cost,
             "prompt_tokens": resp.prompt_tokens, "completion_tokens": resp.completion_tokens,
             "latency_s": resp.latency, "attempts": resp.attempts,
