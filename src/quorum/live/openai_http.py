@@ -214,8 +214,14 @@ def reply_fields(data: dict[str, Any]) -> tuple[str | None, int | None, int | No
     usage = data.get("usage") or {}
     pt = usage.get("prompt_tokens") if isinstance(usage, dict) else None
     ct = usage.get("completion_tokens") if isinstance(usage, dict) else None
-    return (
-        None if content is None else str(content),
-        pt if isinstance(pt, int) else None,
-        ct if isinstance(ct, int) else None,
-    )
+    return None if content is None else str(content), token_count(pt), token_count(ct)
+
+
+def token_count(n: Any) -> int | None:
+    """A token count a reply reports, or None where it is not a plain count: a negative
+    count (which would make a call's cost negative and the budget grow), a bool, a float
+    or text, or more than a billion (issue 37). Without it the call is charged its
+    reservation bound."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 10**9:
+        return None
+    return n
