@@ -375,7 +375,7 @@ class Ledger:
             f"coalesce(sum(CASE WHEN status IN ('ok','unparseable','failed') THEN {cost} END),0),"
             f"coalesce(sum(CASE WHEN status='pending' THEN {cost} END),0), "
             f"coalesce(sum(CASE WHEN status='interrupted' THEN {cost} END),0), "
-            "count(CASE WHEN status='interrupted' AND cost > 0 THEN 1 END) FROM calls"
+            "count(CASE WHEN status='interrupted' THEN 1 END) FROM calls"
         )[0]
         paid, pending, cut = int(row[0]), int(row[1]), int(row[2])
         return {
