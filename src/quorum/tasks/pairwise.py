@@ -150,7 +150,7 @@ def check_pairs(items: pd.DataFrame, cols: tuple[str, str, str], ties: bool) -> 
     is an output, e.g. a model that said nothing, and is kept with a note); two identical
     outputs are an error unless the task has the label "tie" (no judge can prefer one).
     """
-    ins, o1, o2 = cols
+    _, o1, o2 = cols
     notes: list[str] = []
     for col in cols:
         miss = items[col].isna()
@@ -191,9 +191,7 @@ def swap_annotators(
     need = {"item_id", "judge", "order", "output"}
     if not need <= set(answers.columns) or answers.empty:
         empty = pd.DataFrame(columns=["item_id", "annotator", "output"])
-        return empty, pd.DataFrame(
-            columns=["item_id", "judge", "first", "second", "consistent"]
-        )
+        return empty, pd.DataFrame(columns=["item_id", "judge", "first", "second", "consistent"])
     a = answers.loc[:, ["item_id", "judge", "order", "output"]].copy()
     a["item_id"] = a["item_id"].astype(str)
     a["judge"] = a["judge"].astype(str)
@@ -205,14 +203,15 @@ def swap_annotators(
     counts = a.groupby(["item_id", "judge"], sort=False)["order"].transform("nunique")
     rows = a.loc[counts == 2]
     is_first = rows["order"] == first_order
-    f = rows.loc[is_first].drop_duplicates(["item_id", "judge"]).set_index(["item_id", "judge"])
-    s = rows.loc[~is_first].drop_duplicates(["item_id", "judge"]).set_index(["item_id", "judge"])
-    both = f.join(s, lsuffix="_f", rsuffix="_s", how="inner")
+    key = ["item_id", "judge"]
+    f = rows.loc[is_first, [*key, "output"]].drop_duplicates(key)
+    s = rows.loc[~is_first, [*key, "output"]].drop_duplicates(key)
+    both = f.merge(s, on=key, how="inner", suffixes=("_f", "_s"))
     out, cons = [], []
-    for (item, judge), r in both.iterrows():
-        y, same = combine_swap(r["output_f"], r["output_s"], rule)
+    for item, judge, y1, y2 in both.itertuples(index=False, name=None):
+        y, same = combine_swap(y1, y2, rule)
         out.append((item, judge + SWAP_SUFFIX, y))
-        cons.append((item, judge, r["output_f"], r["output_s"], same))
+        cons.append((item, judge, y1, y2, same))
     return (
         pd.DataFrame(out, columns=["item_id", "annotator", "output"]),
         pd.DataFrame(cons, columns=["item_id", "judge", "first", "second", "consistent"]),
@@ -254,8 +253,13 @@ class Pairwise(Classification):
     @classmethod
     def recognise(cls, items: pd.DataFrame, answers: pd.DataFrame) -> bool:
         """Items with an instruction and two output columns (:data:`INSTRUCTION_COLUMNS`,
-        :data:`OUTPUT_COLUMNS`) and no ``text`` of their own."""
-        return "item_id" in items.columns and find_columns(list(items.columns)) is not None
+        :data:`OUTPUT_COLUMNS`); one output column alone is taken too, so that
+        :meth:`folder_task` can say which one is missing."""
+        cols = set(items.columns)
+        outs = {c for pair in OUTPUT_COLUMNS for c in pair}
+        return (
+            "item_id" in cols and any(c in cols for c in INSTRUCTION_COLUMNS) and bool(outs & cols)
+        )
 
     @classmethod
     def folder_task(
@@ -279,9 +283,7 @@ class Pairwise(Classification):
         given = pd.Series(dtype=object)
         if "output" in ans.columns:
             given = ans["output"].map(normalise_answer)
-        ties = bool(
-            (golds is not None and (golds == TIE).any()) or (given == TIE).any()
-        )
+        ties = bool((golds is not None and (golds == TIE).any()) or (given == TIE).any())
         notes = check_pairs(items, cols, ties)
         ins, o1, o2 = cols
         items["text"] = [
@@ -325,9 +327,7 @@ class Pairwise(Classification):
         )
 
 
-def consistency_table(
-    consistency: pd.DataFrame, gold: pd.Series | None = None
-) -> pd.DataFrame:
+def consistency_table(consistency: pd.DataFrame, gold: pd.Series | None = None) -> pd.DataFrame:
     """Per judge: pairs asked in both orders, share consistent, and where gold is given the
     accuracy of the first order and of the consistent verdicts (the report's figures)."""
     rows = []
@@ -335,7 +335,7 @@ def consistency_table(
         known = g["consistent"].notna()
         row: dict[str, Any] = {
             "judge": judge,
-            "pairs": int(len(g)),
+            "pairs": len(g),
             "consistent": float(g.loc[known, "consistent"].astype(bool).mean())
             if known.any()
             else float("nan"),
@@ -349,4 +349,3 @@ def consistency_table(
             row["acc_consistent"] = float(np.mean(c["first"].to_numpy() == t)) if len(c) else 0.0
         rows.append(row)
     return pd.DataFrame(rows)
-
