@@ -177,3 +177,31 @@ def test_replay_rows_and_inconsistent_calls(tmp_path: Path, method: str, setting
     assert (cheap.loc[~odd, "output"].notna()).all()
     if method == "quorum":
         assert row["quality_estimate"] is not None
+
+
+def test_judge_answers_are_the_outputs_numbers_not_indices() -> None:
+    k = kind_of("pairwise")
+    p = k.parser()
+    item = ItemView("p", "text")
+    got = [
+        k.parse(p, x, item).output
+        for x in ("Label: 1", "Label: 2", "2", "Output (b)", "Label: Output (2)", "B")
+    ]
+    assert got == ["1", "2", "2", "2", "2", "2"]
+    assert not k.parse(p, "Label: 0", item).ok and not k.parse(p, "Label: 3", item).ok
+    assert not k.parse(p, "tie", item).ok  # not an answer of a task without ties
+    assert kind_of("pairwise", ["1", "2", "tie"]).parse(None, "Label: tie", item).output == "tie"
+    assert k.answer_forms(item) == ["1", "2"]
+
+
+def test_the_bundled_prompt_shows_the_pair() -> None:
+    from quorum.live.machines.prompts import PromptBuilder, PromptTemplate
+
+    tmpl = PromptTemplate.resolve(None, "pairwise", Path("."), "prompt")
+    conf = PromptTemplate.resolve(None, "confidence", Path("."), "confidence")
+    b = PromptBuilder("pairwise", ["1", "2"], None, None, tmpl, conf)
+    from quorum.tasks.pairwise import pair_text
+
+    msg = b.annotation_messages(ItemView("p", pair_text("Say hi.", "hi", "bye")))[0]["content"]
+    assert "Say hi." in msg and "Output (1):\nhi" in msg and "Output (2):\nbye" in msg
+    assert "'Label: 1'" in msg

@@ -41,6 +41,7 @@ import pandas as pd
 from quorum.errors import DataValidationError
 from quorum.tasks.base import ItemView, TaskType
 from quorum.tasks.classification import Classification
+from quorum.tasks.parsing import LabelParser, Parsed
 
 #: the answers of a pairwise task (the original numbering), and the optional tie
 FIRST, SECOND, TIE = "1", "2", "tie"
@@ -218,6 +219,32 @@ def swap_annotators(
     )
 
 
+class PairwiseParser(LabelParser):
+    """An LLM judge's raw answer as "1", "2" or "tie".
+
+    Unlike a classification answer, a number here is the output's own number (1 or 2), never
+    an index into the options (a "Label: 1" meaning index 1 would turn the verdict round):
+    ``a``/``b`` and "Output (2)" are read too. Any other number is unparseable.
+
+    >>> p = PairwiseParser(["1", "2"], {"1": "Output (1)", "2": "Output (2)"})
+    >>> [p.parse(x).output for x in ("Label: 1", "2", "Output (b) is better", "Label: 3")]
+    ['1', '2', '2', None]
+    """
+
+    def _resolve(self, token: str, n: int, table: dict[str, str]) -> Parsed | None:
+        tok = " ".join(token.replace("*", "").split()).strip(" .!?:;,'\"`")
+        y = normalise_answer(tok)
+        if y is None and tok[:1].isdigit():
+            y = normalise_answer(tok.split()[0].rstrip(").:"))
+            if y is None:
+                return Parsed("unparseable", None, f"{tok.split()[0]} is not 1 or 2")
+        if y is not None:
+            if y in self.labels:
+                return Parsed("ok", y)
+            return Parsed("unparseable", None, f"{y!r} is not an answer of this task")
+        return super()._resolve(token, n, table)
+
+
 class Pairwise(Classification):
     """Which of two outputs is better: the answer "1" or "2" (and "tie" where allowed).
 
@@ -310,6 +337,18 @@ class Pairwise(Classification):
         swapped = swapped.loc[~swapped["annotator"].isin(taken)]
         out = pd.concat([ans[keep], swapped], ignore_index=True)
         return task, items, out
+
+    # -- LLM answers -----------------------------------------------------------------------
+    def parser(self) -> PairwiseParser:
+        return PairwiseParser(self.labels, self.label_names)
+
+    def parse(self, parser: LabelParser | None, text: str | None, item: ItemView) -> Parsed:
+        """A judge's verdict (the item's options are the two outputs' names, never choices)."""
+        return (parser or self.parser()).parse(text, None)
+
+    def answer_forms(self, item: ItemView) -> list[str]:
+        """A constrained answer is the label itself: "1", "2" (and "tie")."""
+        return list(self.labels)
 
     # -- people and Label Studio ---------------------------------------------------------
     def match_human(self, raw: str, item: ItemView) -> str | None:
