@@ -36,6 +36,7 @@ from quorum.data.schema import Dataset
 from quorum.features.pipeline import extract_dataset_features
 from quorum.routing.core.budget import budget_for_setting
 from quorum.simulate import prepare, simulate_once
+from quorum.tasks.pairwise import DEFAULT_SWAP_RULE, SWAP_RULES, swap_annotators
 
 #: price of ONE call of each judge (ours); a swap annotator pays two
 CALL_PRICES = {"LLaMA2": 0.002, "Falcon": 0.004, "ChatGPT": 0.004, "GPT-4": 0.02}
@@ -70,9 +71,20 @@ def subset(ds: Dataset, subsets: list[str] | None, name: str) -> Dataset:
     return Dataset(task, items, ann, ds.source, dict(ds.meta))
 
 
+def with_swap_rule(ds: Dataset, folder: Path, rule: str) -> Dataset:
+    """The dataset with its swap judges' answers made by ``rule`` (``combine_swap``)."""
+    if rule == DEFAULT_SWAP_RULE:
+        return ds
+    swapped, _ = swap_annotators(pd.read_parquet(folder / "answers.parquet"), rule)
+    judges = set(swapped["annotator"])
+    ann = ds.annotations.loc[~ds.annotations["annotator"].isin(judges)]
+    ann = pd.concat([ann, swapped.dropna(subset=["output"])], ignore_index=True)
+    return Dataset(ds.task, ds.items, ann, ds.source, dict(ds.meta))
+
+
 def run(args: argparse.Namespace) -> pd.DataFrame:
     folder = Path(args.data or data_dir() / "pairwise_llmbar")
-    full = load_folder(folder)
+    full = with_swap_rule(load_folder(folder), folder, args.swap_rule)
     rows = []
     for split, subs in SPLITS.items():
         if args.splits and split.split(" ")[0] not in args.splits:
@@ -155,6 +167,7 @@ def main() -> None:
     ap.add_argument("--report", default="0.3,0.5", help="budgets shown in the tables")
     ap.add_argument("--splits", default="", help="comma list of all,dev,adversarial-rest")
     ap.add_argument("--orders", action="store_true", help="also the first-order-only panel")
+    ap.add_argument("--swap-rule", default=DEFAULT_SWAP_RULE, choices=SWAP_RULES)
     ap.add_argument("--out", default="benchmarks/pairwise.md")
     ap.add_argument("--rows", default="", help="also write every run's row here (JSONL)")
     args = ap.parse_args()
@@ -183,6 +196,7 @@ def main() -> None:
         "- cells: mean accuracy (agreement with gold) over seeds at the level's money "
         "(equal spend, `quorum.bench.equal_spend`); `x (s)` = a cheaper point that spent s; "
         "`(x at s)` = the method's cheapest point costs s, above the level: not ranked",
+        f"- swap rule (what a swap judge's answer is): {args.swap_rule}",
         "- QUORUM runs with its defaults and its random quality checks (paid from its budget)",
         "- mean routing seconds per run: " + ", ".join(f"{m} {s:.2f}" for m, s in per.items()),
     ]
