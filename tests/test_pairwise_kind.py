@@ -205,3 +205,15 @@ def test_the_bundled_prompt_shows_the_pair() -> None:
     msg = b.annotation_messages(ItemView("p", pair_text("Say hi.", "hi", "bye")))[0]["content"]
     assert "Say hi." in msg and "Output (1):\nhi" in msg and "Output (2):\nbye" in msg
     assert "'Label: 1'" in msg
+
+
+def test_a_saved_pairwise_folder_loads_back_with_its_task_file(tmp_path: Path) -> None:
+    from quorum.data.writer import save_folder
+
+    ds = load_folder(_folder(tmp_path / "pw"))
+    back = load_folder(save_folder(ds, tmp_path / "saved", fmt="parquet"))
+    assert back.task.type.value == "pairwise" and back.task.labels == ["1", "2"]
+    assert sorted(back.annotations["annotator"].unique()) == sorted(
+        ds.annotations["annotator"].unique()
+    )
+    assert back.items["text"].tolist() == ds.items["text"].tolist()
