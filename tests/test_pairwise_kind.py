@@ -217,3 +217,26 @@ def test_a_saved_pairwise_folder_loads_back_with_its_task_file(tmp_path: Path) -
         ds.annotations["annotator"].unique()
     )
     assert back.items["text"].tolist() == ds.items["text"].tolist()
+
+
+def test_logprob_confidence_reads_1_and_2_as_answers_not_indices() -> None:
+    import math
+
+    from quorum.live.machines.output import OutputConstraint
+    from quorum.live.machines.prompts import PromptBuilder, PromptTemplate
+
+    b = PromptBuilder(
+        "pairwise", ["1", "2"], None, None,
+        PromptTemplate.resolve(None, "pairwise", Path("."), "prompt"),
+        PromptTemplate.resolve(None, "confidence", Path("."), "confidence"),
+    )  # fmt: skip
+    oc = OutputConstraint("grammar", True, b)
+    assert oc.params(ItemView("p", "x"))["grammar"] == 'root ::= "1" | "2"'
+    lp = [
+        {"token": "1", "logprob": math.log(0.7),
+         "top_logprobs": [{"token": "1", "logprob": math.log(0.7)},
+                          {"token": "2", "logprob": math.log(0.3)}]},
+    ]  # fmt: skip
+    assert oc.confidence("1", "1", lp, ["1", "2"]) == pytest.approx(0.7)
+    lp2 = [dict(lp[0], token="2")]
+    assert oc.confidence("2", "2", lp2, ["1", "2"]) == pytest.approx(0.3)
