@@ -35,6 +35,7 @@ class TaskType(StrEnum):
     classification = "classification"
     multiple_choice = "multiple_choice"
     summarization = "summarization"
+    pairwise = "pairwise"
 
     @property
     def has_labels(self) -> bool:
