@@ -268,3 +268,16 @@ class TaskKind(ABC):
         """Vectors of outputs for the baselines' similarity of answers where the kind is
         not ``discrete`` and does not embed by meaning (None: their text fallback)."""
         return None
+
+    #: an LLM's token log-probabilities may stand for its confidence in an answer
+    logprob_confidence: ClassVar[bool] = True
+
+    def constraint(self, mode: str, forms: list[str]) -> dict[str, Any] | None:
+        """Request fields constraining an answer to ``forms`` under ``mode`` ("grammar",
+        "json_schema"); None: the one-option-of-``forms`` constraint of label kinds."""
+        return None
+
+    def hf_label_column(self, values: list[str | None]) -> tuple[list[Any], Any] | None:
+        """The Hugging Face ``label`` column and its feature for exported outputs (None:
+        the export's own rule, a ``ClassLabel`` or text)."""
+        return None

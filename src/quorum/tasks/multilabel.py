@@ -271,8 +271,10 @@ class MultiLabel(TaskKind):
     max_tokens = 96
     labelstudio_name = "labels"
     people_vote = True
-    people_choose = False
+    people_choose = True
     constrained_output = True
+    #: an answer's token log-probabilities are no confidence of a whole label set
+    logprob_confidence = False
     #: the ``[task]`` keys this kind takes beyond labels
     option_keys: ClassVar[tuple[str, ...]] = ("min_labels", "max_labels")
 
@@ -402,9 +404,15 @@ class MultiLabel(TaskKind):
 
     # -- parsing ---------------------------------------------------------------------
     def parser(self) -> LabelParser:
-        return LabelParser(self.labels, self.label_names)
+        return MultiLabelParser(self)
 
     def parse(self, parser: LabelParser | None, text: str | None, item: ItemView) -> Parsed:
+        """An LLM's answer (read by the task's own kind where ``parser`` carries it)."""
+        if isinstance(parser, MultiLabelParser) and parser.kind is not self:
+            return parser.kind.parse_answer(text)
+        return self.parse_answer(text)
+
+    def parse_answer(self, text: str | None) -> Parsed:
         """An LLM's answer: a JSON array of label names (the constrained form), else the
         names separated by commas, semicolons or lines. A name outside the label set, a
         duplicate or a size outside [min_labels, max_labels] is unparseable (recorded and
@@ -511,11 +519,11 @@ class MultiLabel(TaskKind):
         return None if self.check_set(clean) is not None else self.encode(clean)
 
     def labelstudio_control(self) -> str:
-        lines = "".join(f'<Choice value="{name}"/>' for name in self.display_labels())
+        """Check boxes over the task's options (``$options``), any number of them."""
         required = "true" if self.min_labels > 0 else "false"
         return (
             f'<Choices name="{self.labelstudio_name}" toName="text" choice="multiple" '
-            f'required="{required}">{lines}</Choices>'
+            f'required="{required}" value="$options"/>'
         )
 
     def labelstudio_raw(
@@ -528,8 +536,54 @@ class MultiLabel(TaskKind):
         return False, None
 
     def labelstudio_value(self, raw: str, options: list[str]) -> str:
-        got = self.match_human(raw, ItemView("", ""))
+        """The chosen options (``;``-joined) as a label set: an option is known by its
+        position among ``options``; an answer that is no set stays as given (unusable)."""
+        parts = [p for p in raw.split(FILE_SEPARATOR) if p.strip()] if raw else []
+        labs = []
+        for p in parts:
+            if p in options and options.index(p) < len(self.labels):
+                labs.append(self.labels[options.index(p)])
+            else:
+                labs.append(p)
+        got = self.match_human(FILE_SEPARATOR.join(labs), ItemView("", ""))
+        if got is None and not parts and self.min_labels == 0:
+            return "[]"
         return raw if got is None else got
+
+    def constraint(self, mode: str, forms: list[str]) -> dict[str, Any] | None:
+        """Request fields that constrain an answer to a list of distinct labels: a GBNF
+        grammar of a JSON array of the label names (llama.cpp; its size bounded by
+        min/max, distinctness left to the parser) or an OpenAI JSON schema (an object
+        ``{"labels": [...]}`` with ``uniqueItems``)."""
+        if mode == "grammar":
+            # labels in the task's order, each at most once: rule l<i> is label i followed
+            # by any later one (the size bounds are the parser's to check)
+            n = len(forms)
+            rules = []
+            for i, f in enumerate(forms):
+                later = " | ".join(f"l{j}" for j in range(i + 1, n))
+                tail = f' ("," " "? ({later}))?' if later else ""
+                rules.append(f"l{i} ::= {json.dumps(json.dumps(f))}{tail}")
+            first = " | ".join(f"l{i}" for i in range(n))
+            body = f"({first})" if self.min_labels >= 1 else f"({first})?"
+            return {"grammar": "\n".join([f'root ::= "[" {body} "]"', *rules])}
+        if mode == "json_schema":
+            return {
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": "labels",
+                        "strict": True,
+                        "schema": {
+                            "type": "object",
+                            "properties": {"labels": self.answer_schema()},
+                            "required": ["labels"],
+                            "additionalProperties": False,
+                        },
+                    },
+                }
+            }
+        return None
 
     def labelstudio_prediction(
         self, output: str, options: list[str], shown: Callable[[str], str]
@@ -540,6 +594,27 @@ class MultiLabel(TaskKind):
             return None
         names = [shown(self.label_names.get(x, x)) for x in self.labels if x in labs]
         return {"choices": names}, "choices"
+
+    def hf_label_column(self, values: list[str | None]) -> tuple[list[Any], Any]:
+        """``Sequence(ClassLabel(labels))``: each item's label indices (an empty list for
+        no label); an output that is no set of this task is an error."""
+        import datasets
+
+        index = {lab: k for k, lab in enumerate(self.labels)}
+        out: list[list[int]] = []
+        for v in values:
+            if v is None:
+                out.append([])
+                continue
+            try:
+                labs = decode(v)
+            except (ValueError, TypeError):
+                raise DataValidationError(f"export: {v!r} is not a label set") from None
+            bad = sorted(labs - set(index))
+            if bad:
+                raise DataValidationError(f"export: labels {bad} are not in task.labels")
+            out.append(sorted(index[x] for x in labs))
+        return out, datasets.Sequence(datasets.ClassLabel(names=list(self.labels)))
 
     # -- a dataset folder as it is (no task file) -----------------------------------
     @classmethod
@@ -640,3 +715,15 @@ class MultiLabel(TaskKind):
 
         table = {v: ok(v) for v in pd.unique(outputs)}
         return outputs.map(table).astype(bool)
+
+
+class MultiLabelParser(LabelParser):
+    """The parser of a multi-label task: its kind (labels, names, min/max) travels with it,
+    so an answer is read against the task's own bounds wherever it is parsed."""
+
+    def __init__(self, kind: MultiLabel) -> None:
+        super().__init__(kind.labels, kind.label_names)
+        self.kind = kind
+
+    def parse(self, raw: str | None, options: list[str] | None = None) -> Parsed:
+        return self.kind.parse_answer(raw)
