@@ -163,11 +163,24 @@ class LabelSetVote:
                 return first, 1.0
         w_h, w_l = self.w_human, self.w_llm
         weights = {a: (w_h if is_human(a) else w_l) for a in outputs}
+        key = tuple(sorted((weights[a], o) for a, o in outputs.items()))
+        known = _untied_vote(self, key)  # the same weighted answers: the same vote
+        if known is not None:
+            return known
         sets = {a: decode(o) for a, o in outputs.items()}
         keep = self._keep(sets, weights, priority)
         total = sum(weights.values())
         agr = sum(weights[a] * jaccard(sets[a], keep) for a in sets) / total
         return self._encode(keep), agr
+
+    def _tied(self, key: tuple[tuple[float, str], ...]) -> bool:
+        """Whether a label has exactly ``support`` of the weight of ``key``'s answers."""
+        total = sum(w for w, _ in key)
+        sup: dict[str, float] = {}
+        for w, o in key:
+            for lab in decode(o):
+                sup[lab] = sup.get(lab, 0.0) + w
+        return any(abs(x / total - self.support) <= 1e-12 for x in sup.values())
 
     def _keep(
         self,
@@ -241,6 +254,21 @@ class LabelSetVote:
         if out == ref:
             return 1.0
         return jaccard(decode(out), decode(ref))
+
+
+@lru_cache(maxsize=1 << 16)
+def _untied_vote(agg: LabelSetVote, key: tuple[tuple[float, str], ...]) -> tuple[str, float] | None:
+    """The vote of the weighted answers ``key`` (sorted ``(weight, output)`` pairs) where no
+    label sits at exactly the support threshold (None there: the trust order decides)."""
+    if agg._tied(key):
+        return None
+    outs = {str(i): o for i, (_, o) in enumerate(key)}
+    weights = {str(i): w for i, (w, _) in enumerate(key)}
+    sets = {a: decode(o) for a, o in outs.items()}
+    keep = agg._keep(sets, weights, None)
+    total = sum(weights.values())
+    agr = sum(weights[a] * jaccard(sets[a], keep) for a in sets) / total
+    return agg._encode(keep), agr
 
 
 def set_jaccard(output: str, reference: str) -> float:
