@@ -252,3 +252,21 @@ def test_label_model_baselines_refuse_the_kind():
     assert get_router_class("quorum").supports(k) and get_router_class("random").supports(k)
     assert not get_router_class("araida").supports(k)
     assert not get_router_class("sant").supports(k)
+
+
+def test_datasets_init_writes_a_folder_of_label_lists(tmp_path):
+    from typer.testing import CliRunner
+
+    from quorum.cli.main import app
+
+    items, answers = toy(20)
+    items.to_parquet(tmp_path / "items.parquet")
+    answers.drop(columns="annotator_kind").to_parquet(tmp_path / "answers.parquet")
+    out = tmp_path / "ds"
+    res = CliRunner().invoke(app, ["datasets", "init", str(out), "--type", "multilabel",
+                                   "--from", str(tmp_path / "items.parquet"), "--answers-file",
+                                   str(tmp_path / "answers.parquet")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    ds = load_folder(out)
+    assert ds.task.type.value == "multilabel" and set(ds.task.labels) == set(LABELS)
+    assert len(ds.annotations) == len(answers) and ds.items["gold"][0].startswith("[")

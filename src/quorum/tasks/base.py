@@ -281,3 +281,16 @@ class TaskKind(ABC):
         """The Hugging Face ``label`` column and its feature for exported outputs (None:
         the export's own rule, a ``ClassLabel`` or text)."""
         return None
+
+    @classmethod
+    def table_values(
+        cls, items: pd.DataFrame, answers: pd.DataFrame
+    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """Gold and answer cells as a dataset folder's text files hold them (``quorum
+        datasets init``; the default: as they are)."""
+        return items, answers
+
+    @classmethod
+    def labels_found(cls, values: pd.Series) -> list[str]:
+        """The label set of gold (or answer) cells: their distinct values, sorted."""
+        return sorted({str(v).strip() for v in values if str(v).strip()})

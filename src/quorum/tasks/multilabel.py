@@ -702,6 +702,28 @@ class MultiLabel(TaskKind):
             ]
         return task, items, answers
 
+    @classmethod
+    def table_values(
+        cls, items: pd.DataFrame, answers: pd.DataFrame
+    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """Label lists as JSON arrays (a CSV cell holds one string)."""
+
+        def cell(v: Any) -> Any:
+            got = as_label_list(v)
+            return v if got is None else json.dumps(got, ensure_ascii=False)
+
+        items, answers = items.copy(), answers.copy()
+        if "gold" in items.columns:
+            items["gold"] = [cell(v) for v in items["gold"]]
+        if "output" in answers.columns:
+            answers["output"] = [cell(v) for v in answers["output"]]
+        return items, answers
+
+    @classmethod
+    def labels_found(cls, values: pd.Series) -> list[str]:
+        """The labels named in label lists, sorted."""
+        return sorted({x for v in values for x in (as_label_list(v) or []) if x})
+
     def check_frames(
         self, items: pd.DataFrame, annotations: pd.DataFrame
     ) -> tuple[pd.DataFrame, pd.DataFrame]:
