@@ -373,7 +373,17 @@ def load_mfrc(root: Path, sub: str | None, name: str) -> Dataset:
     ]
     task = ds.task.with_annotators(specs, name="mfrc")
     items = ds.items.assign(language=task.language)
+    score = task.kind.scorer(task.language)
+    gold = dict(zip(items["item_id"], items["gold"], strict=True))
+    ann = ds.annotations
+    per = pd.Series(
+        [score(o, gold[i]) for i, o in zip(ann["item_id"], ann["output"], strict=True)],
+        index=ann.index,
+    ).groupby(ann["annotator"].to_numpy())
+    n = len(items)
     meta = {
+        "scores": {str(a): float(v / n) for a, v in per.sum().items()},  # mean Jaccard
+        "coverage": {str(a): float(v / n) for a, v in per.size().items()},
         **ds.meta,
         "panel": list(MFRC_PANEL),
         "source": [str(folder / "items.parquet"), str(folder / "answers.parquet")],
