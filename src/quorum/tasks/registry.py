@@ -8,8 +8,8 @@ import pandas as pd
 
 from quorum.tasks.base import TaskKind, TaskType
 from quorum.tasks.classification import Classification, MultipleChoice
-from quorum.tasks.pairwise import Pairwise
 from quorum.tasks.multilabel import MultiLabel
+from quorum.tasks.pairwise import Pairwise
 from quorum.tasks.summarization import Summarization
 
 #: every kind, by its ``[task] type`` name; a new kind is one class and one entry here
