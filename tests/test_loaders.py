@@ -33,6 +33,7 @@ FIXED = [
     "summ-summeval",
     "summ-zhang23",
     "llmbar",
+    "mfrc",
 ]
 
 

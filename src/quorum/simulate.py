@@ -120,9 +120,7 @@ def prepare(
 
         features = extract_dataset_features(ds)
     secs = time.perf_counter() - t0
-    embed_fn = None
-    if task.kind.embeds_outputs:
-        embed_fn = SummaryEmbeddings(ds)
+    embed_fn = SummaryEmbeddings(ds) if task.kind.embeds_outputs else task.kind.output_vectors()
     src = RecordedSource(ds, embed_fn=embed_fn)
     names = list(getattr(features, "names", None) or []) or None
     raw = getattr(features, "raw", None)
@@ -190,6 +188,8 @@ def score(prep: Prepared, result: RoutingResult) -> dict[str, Any]:
     kind = prep.task.kind
     refs = items[kind.reference_column]
     row[kind.metric_name] = kind.metric(out, refs, prep.task.language)
+    row["metric"], row["score"] = kind.metric_name, row[kind.metric_name]  # any kind's
+    row.update(kind.extra_metrics(out, refs))
     if not kind.discrete:  # MCA counts label errors
         row["mca"] = None
     else:

@@ -151,4 +151,6 @@ def metric_col(df: pd.DataFrame) -> pd.Series:
     acc = df["accuracy"] if "accuracy" in df else pd.Series(np.nan, index=df.index)
     if "rouge1" in df:
         acc = acc.where(acc.notna(), df["rouge1"])
+    if "score" in df:  # any other kind's headline score (e.g. multi-label Jaccard)
+        acc = acc.where(acc.notna(), df["score"])
     return acc.astype(float)

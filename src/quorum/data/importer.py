@@ -117,6 +117,9 @@ def init_folder(
     first = [c for c in ("item_id", "text", gold_col, "choices") if c in items.columns]
     items = items[first + [c for c in items.columns if c not in first]]
     ann = _answers(df, ids, answers, answers_file)
+    from quorum.tasks.registry import KINDS
+
+    items, ann = KINDS[ttype].table_values(items, ann)  # e.g. label lists as JSON text
     label_set = _labels(ttype, labels, items, ann, opts)
     names = list(dict.fromkeys(ann["annotator"].astype(str)))
     unknown = sorted(set(humans) - set(names)) + sorted(set(prices or {}) - set(names))
@@ -298,7 +301,9 @@ def _labels(
     ann: pd.DataFrame,
     opts: pd.Series | None,
 ) -> list[str] | None:
-    if not ttype.has_labels:
+    from quorum.tasks.registry import KINDS
+
+    if not ttype.has_labels and not KINDS[ttype].needs_labels():
         return None
     if labels:
         return [str(x) for x in labels]
@@ -307,7 +312,7 @@ def _labels(
     found = items["gold"].dropna() if "gold" in items.columns else pd.Series(dtype=object)
     if found.empty:
         found = ann["output"].dropna()
-    out = sorted({str(v).strip() for v in found if str(v).strip()})
+    out = KINDS[ttype].labels_found(found)
     if not out:
         raise DataValidationError("no labels: give --labels, a gold column or answers")
     return out

@@ -180,7 +180,7 @@ def _assemble(
     dropped, examples = {}, {}
     if "output" in annotations.columns:
         annotations, dropped, examples = drop_unusable(
-            annotations, task.labels if task.type.has_labels else None
+            annotations, task.labels if task.type.has_labels else None, task.kind.usable_outputs
         )
     ds = Dataset(task, items, annotations, source=str(folder), meta=meta)
     record_drops(ds, dropped, examples)

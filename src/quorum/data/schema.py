@@ -8,7 +8,7 @@ and free metadata). Labels and item ids are always strings.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -68,6 +68,9 @@ class TaskSpec(BaseModel):
         default=None, description="LLM used as reference for MCA; default: the most expensive"
     )
     description: str | None = None
+    #: multi-label: bounds on the size of an output's label set (``[task]`` keys)
+    min_labels: int | None = Field(default=None, ge=0)
+    max_labels: int | None = Field(default=None, ge=1)
 
     @field_validator("labels")
     @classmethod
@@ -85,6 +88,14 @@ class TaskSpec(BaseModel):
     def _check(self) -> TaskSpec:
         if self.type.has_labels and not self.labels:
             raise ValueError(f"a {self.type.value} task needs a non-empty `labels` list")
+        from quorum.tasks.registry import KINDS
+
+        kind_cls = KINDS[self.type]
+        if kind_cls.needs_labels() and not self.labels:
+            raise ValueError(f"a {self.type.value} task needs a non-empty `labels` list")
+        for key in ("min_labels", "max_labels"):
+            if getattr(self, key) is not None and key not in kind_cls.option_keys:
+                raise ValueError(f"`{key}` does not apply to a {self.type.value} task")
         names = [a.name for a in self.annotators]
         if len(set(names)) != len(names):
             raise ValueError(f"annotator names must be unique, got {names}")
@@ -100,7 +111,13 @@ class TaskSpec(BaseModel):
     @property
     def kind(self) -> TaskKind:
         """The task's kind (:mod:`quorum.tasks`): what differs between kinds lives there."""
-        return kind_of(self.type, self.labels, self.label_names)
+        return kind_of(
+            self.type,
+            self.labels,
+            self.label_names,
+            min_labels=self.min_labels,
+            max_labels=self.max_labels,
+        )
 
     def annotator(self, name: str) -> AnnotatorSpec:
         for a in self.annotators:
@@ -205,6 +222,7 @@ def validate_frames(
     offending rows.
     """
     labels = set(task.labels or [])
+    items, annotations = task.kind.check_frames(items, annotations)
     items = _valid_items(task, items, labels)
     ann = _valid_annotations(task, annotations, set(items["item_id"]), labels)
     return items.reset_index(drop=True), ann
@@ -296,7 +314,9 @@ def _valid_annotations(
 
 
 def drop_unusable(
-    annotations: pd.DataFrame, labels: Sequence[str] | None
+    annotations: pd.DataFrame,
+    labels: Sequence[str] | None,
+    usable: Callable[[pd.Series], pd.Series | None] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, int], dict[str, list[str]]]:
     """The one rule for recorded answers, used by the named loaders and by dataset folders.
 
@@ -318,6 +338,9 @@ def drop_unusable(
     norm[present] = _label_strs(out[present])
     answered = present & (norm != "")
     outside = answered & ~norm.isin(list(labels)) if labels is not None else answered & False
+    fits = usable(norm) if usable is not None else None
+    if fits is not None:  # the task kind's own rule (e.g. a multi-label set)
+        outside = answered & ~fits.to_numpy(dtype=bool)
     dropped: dict[str, int] = {}
     examples: dict[str, list[str]] = {}
     if outside.any():

@@ -36,6 +36,7 @@ class TaskType(StrEnum):
     multiple_choice = "multiple_choice"
     summarization = "summarization"
     pairwise = "pairwise"
+    multilabel = "multilabel"
 
     @property
     def has_labels(self) -> bool:
@@ -237,3 +238,59 @@ class TaskKind(ABC):
         self, output: str, options: list[str], shown: Callable[[str], str]
     ) -> tuple[dict[str, Any], str] | None:
         """An LLM's output as a pre-annotation ``(value, type)`` (None: cannot be shown)."""
+
+    # -- capabilities a kind may add (defaults keep classification and summarization) ----
+    #: the ``[task]`` keys the kind takes beyond labels (passed to its constructor)
+    option_keys: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def needs_labels(cls) -> bool:
+        """Whether a task of this kind needs a non-empty ``labels`` list."""
+        return cls.discrete
+
+    def check_frames(
+        self, items: pd.DataFrame, annotations: pd.DataFrame
+    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """Gold and answers in the kind's canonical form, or a one-line error (the
+        default: as they are)."""
+        return items, annotations
+
+    def usable_outputs(self, outputs: pd.Series) -> pd.Series | None:
+        """Whether each recorded output is an output of this kind (None: the label-set
+        rule of discrete kinds, or any non-blank text)."""
+        return None
+
+    def extra_metrics(self, outputs: pd.Series, references: pd.Series) -> dict[str, float]:
+        """Metrics reported beside the headline one (``simulate`` rows)."""
+        return {}
+
+    def output_vectors(self) -> Embed | None:
+        """Vectors of outputs for the baselines' similarity of answers where the kind is
+        not ``discrete`` and does not embed by meaning (None: their text fallback)."""
+        return None
+
+    #: an LLM's token log-probabilities may stand for its confidence in an answer
+    logprob_confidence: ClassVar[bool] = True
+
+    def constraint(self, mode: str, forms: list[str]) -> dict[str, Any] | None:
+        """Request fields constraining an answer to ``forms`` under ``mode`` ("grammar",
+        "json_schema"); None: the one-option-of-``forms`` constraint of label kinds."""
+        return None
+
+    def hf_label_column(self, values: list[str | None]) -> tuple[list[Any], Any] | None:
+        """The Hugging Face ``label`` column and its feature for exported outputs (None:
+        the export's own rule, a ``ClassLabel`` or text)."""
+        return None
+
+    @classmethod
+    def table_values(
+        cls, items: pd.DataFrame, answers: pd.DataFrame
+    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """Gold and answer cells as a dataset folder's text files hold them (``quorum
+        datasets init``; the default: as they are)."""
+        return items, answers
+
+    @classmethod
+    def labels_found(cls, values: pd.Series) -> list[str]:
+        """The label set of gold (or answer) cells: their distinct values, sorted."""
+        return sorted({str(v).strip() for v in values if str(v).strip()})

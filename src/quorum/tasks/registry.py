@@ -8,6 +8,7 @@ import pandas as pd
 
 from quorum.tasks.base import TaskKind, TaskType
 from quorum.tasks.classification import Classification, MultipleChoice
+from quorum.tasks.multilabel import MultiLabel
 from quorum.tasks.pairwise import Pairwise
 from quorum.tasks.summarization import Summarization
 
@@ -17,6 +18,7 @@ KINDS: dict[TaskType, type[TaskKind]] = {
     TaskType.multiple_choice: MultipleChoice,
     TaskType.summarization: Summarization,
     TaskType.pairwise: Pairwise,
+    TaskType.multilabel: MultiLabel,
 }
 
 
@@ -33,6 +35,7 @@ def kind_of(
     task_type: TaskType | str,
     labels: Sequence[str] | None = None,
     label_names: Mapping[str, str] | None = None,
+    **options: object,
 ) -> TaskKind:
     """The kind object of a task type, with the task's labels.
 
@@ -41,4 +44,6 @@ def kind_of(
     >>> kind_of("summarization").metric_name
     'rouge1'
     """
-    return KINDS[TaskType(task_type)](labels, label_names)
+    cls = KINDS[TaskType(task_type)]
+    opts = {k: v for k, v in options.items() if v is not None}
+    return cls(labels, label_names, **opts) if opts else cls(labels, label_names)  # type: ignore[arg-type]

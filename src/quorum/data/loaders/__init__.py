@@ -76,6 +76,7 @@ DATASETS: tuple[DatasetEntry, ...] = (
     DatasetEntry("summ-summeval", _s.SUMMEVAL_FILE, _s.load_summeval, summary="12 systems"),
     DatasetEntry("summ-zhang23", _s.ZHANG_FILE, _s.load_zhang23, summary="writers vs GPT-3"),
     DatasetEntry("llmbar", _p.LLMBAR_FILE, _p.load_llmbar, summary="pairwise, 4 judges x 2 orders"),
+    DatasetEntry("mfrc", _c.MFRC_FILE, _c.load_mfrc, summary="multi-label, 7 models, 6 people"),
 )
 _BY_PREFIX = {e.prefix: e for e in DATASETS}
 

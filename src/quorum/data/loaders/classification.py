@@ -344,3 +344,49 @@ def load_stance(root: Path, sub: str | None, name: str) -> Dataset:
             "confidences are self-reported by the model",
         ],
     )
+
+
+MFRC_DIR = "mfrc_multilabel"
+MFRC_FILE = f"{MFRC_DIR}/items.parquet"
+#: MFRC's panel and prices (cheapest to dearest in the source's order of quality: LLaMA-2
+#: zero-shot, GPT-3.5 few-shot, fine-tuned GPT-3.5); the other models keep the folder
+#: rule's prices and can be chosen with --annotators
+MFRC_PANEL = {
+    "llama2-luna-uncensored-gptq4bit:zeroshot": 0.01,
+    "gpt-3.5-turbo-0301:fewshot-binary": 0.03,
+    "gpt-3.5-turbo-0613-ft": 0.05,
+}
+
+
+def load_mfrc(root: Path, sub: str | None, name: str) -> Dataset:
+    """MFRC moral foundations, a multi-label task (a set of 8 labels per item): 2,983
+    Reddit comments, 7 models and 6 people (``annotator_kind``), gold = the people's
+    majority. Read as the folder it is (:mod:`quorum.tasks.multilabel` recognises it)."""
+    from quorum.data.io import load_folder
+
+    folder = root / MFRC_DIR
+    source_file(root, MFRC_FILE, name)
+    ds = load_folder(folder)
+    specs = [
+        a.model_copy(update={"price": MFRC_PANEL[a.name]}) if a.name in MFRC_PANEL else a
+        for a in ds.task.annotators
+    ]
+    task = ds.task.with_annotators(specs, name="mfrc")
+    items = ds.items.assign(language=task.language)
+    score = task.kind.scorer(task.language)
+    gold = dict(zip(items["item_id"], items["gold"], strict=True))
+    ann = ds.annotations
+    per = pd.Series(
+        [score(o, gold[i]) for i, o in zip(ann["item_id"], ann["output"], strict=True)],
+        index=ann.index,
+    ).groupby(ann["annotator"].to_numpy())
+    n = len(items)
+    meta = {
+        "scores": {str(a): float(v / n) for a, v in per.sum().items()},  # mean Jaccard
+        "coverage": {str(a): float(v / n) for a, v in per.size().items()},
+        **ds.meta,
+        "panel": list(MFRC_PANEL),
+        "source": [str(folder / "items.parquet"), str(folder / "answers.parquet")],
+        "unparseable": dict(ds.meta.get("dropped") or {}),
+    }
+    return Dataset(task, items, ds.annotations, source=str(folder), meta=meta)

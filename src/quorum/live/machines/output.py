@@ -78,7 +78,10 @@ class OutputConstraint:
         if self.mode == "free" or self.refused or not opts:
             return {}
         out: dict[str, Any] = {}
-        if self.mode == "grammar":
+        own = self.builder.kind.constraint(self.mode, opts) if self.builder else None
+        if own is not None:  # the kind's own form (e.g. a list of labels)
+            out.update(own)
+        elif self.mode == "grammar":
             # the form the default prompts ask for ("Label: <index>") or an option itself
             idx = " | ".join(_gbnf_string(str(i)) for i in range(len(opts)))
             alts = [f'"Label: " ({idx})'] if self.index_form else []
@@ -216,6 +219,8 @@ def detect_output(
         else:
             mode, why = "free", "no constrained output detected"
     logprobs = (mode != "free") if lp is None else bool(lp)
+    if lp is None and not builder.kind.logprob_confidence:
+        logprobs = False
     if mode != "free" or logprobs:
         log.info(
             "annotator %r: output %s (%s)%s", cfg.name, mode, why,

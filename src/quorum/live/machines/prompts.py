@@ -97,10 +97,11 @@ class PromptBuilder:
         confidence_template: PromptTemplate,
         system_prompt: str | None = None,
         instructions_in_prompt: str = "auto",
+        kind: TaskKind | None = None,
     ) -> None:
         self.task_type = TaskType(task_type)
         #: the task's kind: the options an answer may name, the verb, the prediction shown
-        self.kind: TaskKind = kind_of(task_type, labels, label_names)
+        self.kind: TaskKind = kind or kind_of(task_type, labels, label_names)
         self.labels = list(labels or [])
         self.label_names = dict(label_names or {})
         self.instructions = (instructions or "").strip()

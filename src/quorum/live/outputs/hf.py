@@ -93,6 +93,10 @@ def _label_column(cfg: ProjectConfig, frame: pd.DataFrame) -> tuple[list[Any], A
     label) for a task with labels, else the text; a label outside them is an error."""
     import datasets
 
+    kind = getattr(cfg.task, "kind", None)
+    own = None if kind is None else kind.hf_label_column([text_or_none(v) for v in frame["label"]])
+    if own is not None:  # the kind's own column (e.g. a label set per item)
+        return own
     labels = [str(x) for x in (cfg.task.labels or [])]
     if not (cfg.task.type.has_labels and bool(labels)):
         return [text_or_none(v) for v in frame["label"]], datasets.Value("string")

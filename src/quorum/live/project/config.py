@@ -190,6 +190,9 @@ class ProjectConfig(BaseModel):
         data = self.model_dump(mode="json", exclude={"engine", "ray_address"})
         for a in data.get("annotators", []):
             a.pop("client", None)
+        for key in ("min_labels", "max_labels"):  # multi-label keys: unset, as before them
+            if data.get("task", {}).get(key, 0) is None:
+                data["task"].pop(key)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -66,6 +66,22 @@ class TaskConfig(BaseModel):
         "always, or never",
     )
     language: str = "en"
+    #: multi-label: bounds on the size of an answer's label set
+    min_labels: int | None = Field(default=None, ge=0)
+    max_labels: int | None = Field(default=None, ge=1)
+
+    @property
+    def kind(self) -> Any:
+        """The task's kind (:mod:`quorum.tasks`) with its labels and options."""
+        from quorum.tasks.registry import kind_of
+
+        return kind_of(
+            self.type,
+            self.labels,
+            self.label_names,
+            min_labels=self.min_labels,
+            max_labels=self.max_labels,
+        )
 
     @field_validator("labels", mode="before")
     @classmethod
@@ -84,6 +100,16 @@ class TaskConfig(BaseModel):
                 raise ValueError(f"{field} has keys that are not labels: {sorted(extra)}")
         if self.type.has_labels and self.labels:
             self._distinct_labels()
+        from quorum.tasks.registry import KINDS
+
+        kind_cls = KINDS[self.type]
+        if kind_cls.needs_labels() and not self.labels:
+            raise ValueError(f"a {self.type.value} task needs a non-empty `labels` list")
+        for key in ("min_labels", "max_labels"):
+            if getattr(self, key) is not None and key not in kind_cls.option_keys:
+                raise ValueError(f"`{key}` does not apply to a {self.type.value} task")
+        if kind_cls.option_keys:
+            _ = self.kind  # the kind's own checks (e.g. label names), one line each
         return self
 
     def _distinct_labels(self) -> None:

@@ -42,6 +42,7 @@ def make_builder(cfg: ProjectConfig, a: AnnotatorConfig | None = None) -> Prompt
         ),
         a.system_prompt if a else None,
         t.instructions_in_prompt,
+        kind=t.kind,
     )
 
 
@@ -59,7 +60,7 @@ class GoldLookup(LocalModel):
 
 def make_parser(cfg: ProjectConfig) -> LabelParser | None:
     """The task kind's parser of an LLM's raw answer (None: free text)."""
-    return kind_of(cfg.task.type, cfg.task.labels, cfg.task.label_names).parser()
+    return cfg.task.kind.parser()
 
 
 def build_arms(
