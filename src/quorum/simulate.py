@@ -181,6 +181,8 @@ def score(prep: Prepared, result: RoutingResult) -> dict[str, Any]:
     kind = prep.task.kind
     refs = items[kind.reference_column]
     row[kind.metric_name] = kind.metric(out, refs, prep.task.language)
+    row.update(kind.extra_metrics(out, refs))
+    row.update(metric=kind.metric_name, score=row[kind.metric_name])
     if not kind.discrete:  # MCA counts label errors
         row["mca"] = None
     else:

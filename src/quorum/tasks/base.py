@@ -35,6 +35,7 @@ class TaskType(StrEnum):
     classification = "classification"
     multiple_choice = "multiple_choice"
     summarization = "summarization"
+    spans = "spans"
 
     @property
     def has_labels(self) -> bool:
@@ -229,3 +230,8 @@ class TaskKind(ABC):
         self, output: str, options: list[str], shown: Callable[[str], str]
     ) -> tuple[dict[str, Any], str] | None:
         """An LLM's output as a pre-annotation ``(value, type)`` (None: cannot be shown)."""
+
+    def extra_metrics(self, outputs: pd.Series, references: pd.Series) -> dict[str, float]:
+        """More quality columns of final outputs against references (indexed by item) for
+        a ``simulate`` row beside the headline metric (none by default)."""
+        return {}

@@ -8,6 +8,7 @@ import pandas as pd
 
 from quorum.tasks.base import TaskKind, TaskType
 from quorum.tasks.classification import Classification, MultipleChoice
+from quorum.tasks.spans import Spans
 from quorum.tasks.summarization import Summarization
 
 #: every kind, by its ``[task] type`` name; a new kind is one class and one entry here
@@ -15,6 +16,7 @@ KINDS: dict[TaskType, type[TaskKind]] = {
     TaskType.classification: Classification,
     TaskType.multiple_choice: MultipleChoice,
     TaskType.summarization: Summarization,
+    TaskType.spans: Spans,
 }
 
 
