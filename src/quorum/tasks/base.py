@@ -133,6 +133,11 @@ class TaskKind(ABC):
     constrained_output: ClassVar[bool] = False
     #: outputs are compared by meaning: their embeddings (``embed_outputs``) are needed
     embeds_outputs: ClassVar[bool] = False
+    #: QUORUM audits with the LLM that gives the most quality at the money left, measured on
+    #: a probe (``routing/quorum/audit/by_value.py``), instead of the panel check and bandit
+    audit_llm_by_value: ClassVar[bool] = False
+    #: standard errors taken off a dearer LLM's probe quality in the audit by value
+    audit_value_z: ClassVar[float] = 0.0
 
     def __init__(
         self, labels: Sequence[str] | None = None, label_names: Mapping[str, str] | None = None

@@ -427,6 +427,7 @@ class Spans(TaskKind):
     labelstudio_name = "spans"
     people_vote = True
     constrained_output = False
+    audit_llm_by_value = True
 
     #: the share of the item's weight a span group needs to be kept (SpanVote.support)
     support: float = 0.5
@@ -527,8 +528,8 @@ class Spans(TaskKind):
     ) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
         """The task (type spans, the span types seen, most frequent first), the items with
         ``gold`` as canonical strings, the answers with ``output``. Annotators named
-        ``human:...`` are declared people; one whose answers equal the gold on every item
-        (the gold's own source) is left out. A span outside its text or with start >= end
+        ``human:...`` are declared people; such a person whose answers equal the gold on every
+        item (the gold's own source) is left out. A span outside its text or with start >= end
         raises :class:`~quorum.errors.DataValidationError` naming the item."""
         items = items.copy()
         items["item_id"] = items["item_id"].astype(str)
@@ -555,7 +556,7 @@ class Spans(TaskKind):
             copies = [
                 a
                 for a, ok in same.groupby(ann["annotator"]).all().items()
-                if ok and ann["annotator"].eq(a).sum() == len(items)
+                if ok and str(a).startswith("human:") and ann["annotator"].eq(a).sum() == len(items)
             ]
             ann = ann.loc[~ann["annotator"].isin(copies)]
             ann = ann[["item_id", "annotator", "output"]].reset_index(drop=True)
