@@ -146,7 +146,7 @@ def prepare_group(dataset: str, human: str) -> _Group:
         "human": human,
         "n_items": int(ds.n_items),
         "type": ds.task.type.value,
-        "metric": "rouge1" if ds.task.type.value == "summarization" else "accuracy",
+        "metric": ds.task.kind.metric_name,
         "language": ds.task.language,
         "panel": panel,
         "prices": {a.name: a.price for a in prep.task.llms},
