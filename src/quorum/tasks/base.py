@@ -194,6 +194,12 @@ class TaskKind(ABC):
         of this kind, else a made-up one."""
         return f"output of item {item_id}"
 
+    def wrong_placeholder(self, truth: str, rng: np.random.Generator) -> str:
+        """A stand-in wrong output for ``quorum plan``'s dry run: another label drawn with
+        ``rng``, else the truth marked wrong."""
+        others = [x for x in self.labels if x != truth]
+        return others[int(rng.integers(len(others)))] if others else f"{truth} (wrong)"
+
     # -- prompts and options -----------------------------------------------------------
     def display_labels(self) -> list[str]:
         """The label names a prompt and a person see, in label order."""

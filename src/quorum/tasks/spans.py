@@ -468,6 +468,13 @@ class Spans(TaskKind):
                 pass
         return "[]"
 
+    def wrong_placeholder(self, truth: str, rng: np.random.Generator) -> str:
+        """No span where the truth has one, else one short span of a drawn type."""
+        if decode_spans(truth):
+            return "[]"
+        lab = self.labels[int(rng.integers(len(self.labels)))] if self.labels else "span"
+        return encode_spans([(0, 1, lab)])
+
     def options(self, item: ItemView) -> list[str]:
         return self.display_labels()
 
