@@ -268,6 +268,25 @@ def report(args: argparse.Namespace) -> str:
                     f"{r['est']:.3f} | {r['lo']:.3f} | {r['hi']:.3f} |"
                 )
         lines.append("")
+    for scale in args.scale:
+        rows_s = json.loads(Path(scale).read_text())
+        lines += [
+            f"## Replay speed (`scripts/spans_routing_scale.py`, {Path(scale).name})",
+            "",
+            "`QuorumRouter().route` alone on synthetic problems (features precomputed), one",
+            "process per row, on the shared 2-core machine (load average in the row): CPU",
+            "seconds are the comparable figure, wall seconds include other jobs' share.",
+            "",
+            "| kind | items | setting | wall s | CPU s | CPU us/item | load |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in rows_s:
+            lines.append(
+                f"| {r['kind']} | {r['items']:,} | {r['setting']} {r['budget']:.0%} | "
+                f"{r['seconds']:.1f} | {r['cpu_seconds']:.1f} | "
+                f"{1e6 * r['cpu_seconds'] / r['items']:.1f} | {r['load1']:.1f} |"
+            )
+        lines.append("")
     text = "\n".join(lines) + "\n"
     if args.md:
         Path(args.md).write_text(text)
@@ -288,6 +307,7 @@ def main() -> None:
     ap.add_argument("--settings", default="dollars,auditor")
     ap.add_argument("--z", type=float, default=None, help="run: Spans.audit_value_z")
     ap.add_argument("--md", default=None, help="report: write the markdown here")
+    ap.add_argument("--scale", nargs="*", default=[], help="report: scale JSON files")
     ap.add_argument("--commands", nargs="*", default=[], help="report: commands to show")
     args = ap.parse_args()
     if args.cmd == "run":

@@ -117,6 +117,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--cells", nargs="+", default=["dollars:0.3", "auditor:0.3"])
+    ap.add_argument("--kinds", nargs="+", default=["classification", "spans"])
     ap.add_argument("--out", default=None)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -128,7 +129,7 @@ def main() -> None:
     for n in args.sizes:
         for cell in args.cells:
             setting, b = cell.split(":")
-            for kind in ("classification", "spans"):
+            for kind in args.kinds:
                 cmd = [sys.executable, __file__, "--worker", f"{kind}:{n}:{setting}:{b}"]
                 out = subprocess.run(cmd, capture_output=True, text=True, check=True)
                 row = json.loads(out.stdout.strip().splitlines()[-1])

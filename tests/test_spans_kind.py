@@ -232,3 +232,11 @@ def test_real_d2t_overlap_f1_matches_the_dataset_readme(shared_data_dir):
     got = corpus_f1(claude, gold, "overlap")
     assert got["f1"] == pytest.approx(0.354, abs=0.0015)  # README: 0.354 (0.370 / 0.340)
     assert got["precision"] == pytest.approx(0.370, abs=0.0015)
+
+
+def test_the_span_vote_takes_the_label_votes_signature():
+    vote = SpanVote()
+    outs = {"h": '[[0,3,"A"]]', "a": "[]", "b": "[]"}
+    out, agr = vote.vote(outs, lambda a: a == "h")  # as quorum-paper's vote log calls it
+    assert out == '[[0,3,"A"]]' and agr == pytest.approx(10 / 12)
+    assert vote.weighted(outs, {"h": 1.0, "a": 1.0, "b": 1.0})[0] == "[]"

@@ -204,9 +204,20 @@ class SpanVote:
     def vote(
         self,
         outputs: Mapping[str, str],
+        is_human: Callable[[str], bool],
+        priority: Callable[[], list[str]] | list[str] | None = None,
+    ) -> tuple[str | None, float]:
+        """(the voted span string, r_t) with weight w_H for ``is_human`` annotators, else
+        w_LLM (the label vote's signature); (None, 0.0) when empty."""
+        return self.weighted(outputs, self._weights(outputs, is_human), priority)
+
+    def weighted(
+        self,
+        outputs: Mapping[str, str],
         weights: Mapping[str, float],
         priority: Callable[[], list[str]] | list[str] | None = None,
     ) -> tuple[str | None, float]:
+        """:meth:`vote` with each annotator's weight given."""
         if not outputs:
             return None, 0.0
         names = list(outputs)
@@ -245,14 +256,14 @@ class SpanVote:
 
     # -- the kind's aggregator (:class:`~quorum.tasks.base.Aggregator`) ---------------
     def vote_item(self, outputs, is_h, priority=None, embed=None) -> tuple[str | None, float]:
-        return self.vote(outputs, self._weights(outputs, is_h), priority)
+        return self.vote(outputs, is_h, priority)
 
     def agreement_item(self, outputs, is_h, embed=None) -> float:
-        return self.vote(outputs, self._weights(outputs, is_h))[1]
+        return self.vote(outputs, is_h)[1]
 
     def majority(self, outputs, is_h, priority=None, embed=None) -> str | None:
         """The vote with the weights of :meth:`vote_item`."""
-        return self.vote(outputs, self._weights(outputs, is_h), priority)[0]
+        return self.vote(outputs, is_h, priority)[0]
 
     def delta(self, outputs: list[str], embed=None) -> float:
         """Delta_t = 1 - mean pairwise span F1 (unweighted; 0 for fewer than two)."""
