@@ -8,6 +8,11 @@ compare:
   python scripts/route_hashes.py --out before.json
   python scripts/route_hashes.py --check before.json       # exit 1 if any run differs
 
+Run both on the same machine: the hashes depend on the numeric libraries' kernels (BLAS
+builds and the CPU they pick, e.g. OPENBLAS_CORETYPE), so ``route_hashes_reference.json``
+(taken on an earlier session's machine) can differ everywhere on another machine while
+the code is the same; there, take the "before" hashes from the old commit first.
+
 Defaults: datasets llms-for-css/discourse, llms-for-css/flute, coannotating-stance/es,
 mmlu-redux, summ-goyal22/cnn; both settings; budgets 0.1/0.3/0.5/0.7; seeds 0, 1;
 methods quorum, quorum-paper, random, cdi (a method that cannot run on a task, e.g. cdi on

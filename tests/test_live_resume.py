@@ -44,7 +44,10 @@ def _project(folder: Path, data_dir: Path, api_base: str, method: str) -> Path:
             "concurrency": 4,
             "items": sst2_items(data_dir, 24),
             "task": SST2_TASK,
-            "budget": {"limit": 0.08},  # binds: not every item the router wants gets a human
+            # binds: not every item the router wants gets a human; calls cut off by a kill
+            # not charged, so that the resumed run routes exactly like the uninterrupted one
+            # (the default charges them: tests/test_hard_to_break_kill.py)
+            "budget": {"limit": 0.08, "charge_interrupted": False},
             "human_price": 0.01,
             "annotators": [
                 {"name": "fake-b", "model": "openai/fake-b", **llm,

@@ -32,6 +32,7 @@ FIXED = [
     "summ-selfrec-cnndm",
     "summ-summeval",
     "summ-zhang23",
+    "llmbar",
     "span-d2t-eval",
 ]
 

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -31,6 +32,9 @@ from quorum.routing.core.base import Router, RoutingResult
 __all__ = ["annotate", "labels", "make_router", "replay", "report"]
 
 #: crowd-kit's column names and ours
+#: the largest price per answer :func:`replay` takes (the live project files' bound too)
+MAX_PRICE = 1e9
+
 _CROWDKIT = {"task": "item_id", "worker": "annotator", "label": "output"}
 
 
@@ -174,6 +178,14 @@ def _replay_dataset(
     missing = sorted((recorded | {human}) - set(prices))
     if missing:
         raise DataValidationError(f"prices: no price for annotator(s) {missing}")
+    for a in sorted(recorded | {human}):
+        p = prices[a]
+        ok = isinstance(p, int | float) and not isinstance(p, bool)
+        if not ok or not math.isfinite(p) or not 0 <= p <= MAX_PRICE:
+            raise DataValidationError(
+                f"prices: annotator {a!r} has price {p!r}; a price is a finite number from "
+                f"0 to {MAX_PRICE:g}"
+            )
     if human == GOLD_HUMAN:
         if not isinstance(items, pd.DataFrame) or "gold" not in items.columns:
             raise DataValidationError(

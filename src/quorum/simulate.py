@@ -129,6 +129,10 @@ def prepare(
     return Prepared(ds, task, features.phi, features.embeddings, src, secs, names, raw)
 
 
+#: the largest budget fraction: a million times the all-human cost (issue 37: 1e300)
+MAX_FRACTION = 1e6
+
+
 def check_fraction(setting: str, fraction: float) -> None:
     """A budget fraction the setting can mean.
 
@@ -138,6 +142,11 @@ def check_fraction(setting: str, fraction: float) -> None:
     """
     if not math.isfinite(fraction) or fraction < 0.0:
         raise ValueError(f"budget fraction must be a number >= 0, got {fraction}")
+    if fraction > MAX_FRACTION:  # beyond it the money overflows the budget's units
+        raise ValueError(
+            f"budget fraction {fraction:g} is more than {MAX_FRACTION:g} times the cost of "
+            "labelling every item by humans; give a share such as 0.3"
+        )
     if setting == "auditor" and fraction > 1.0:
         raise ValueError(
             f"auditor budget {fraction} is the share of items a human may label (at most 1.0, "

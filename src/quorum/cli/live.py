@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -87,8 +88,8 @@ def annotate_cmd(
     from quorum.live.run.runner import annotate
 
     _setup_logging(quiet)
-    if wait < 0:
-        _fail(QuorumError(f"--wait must be 0 or more seconds, got {wait:g}"))
+    if not math.isfinite(wait) or wait < 0:
+        _fail(QuorumError(f"--wait must be a finite number of seconds, 0 or more; got {wait:g}"))
     try:
         cfg = load_project(project)
         if engine is not None:

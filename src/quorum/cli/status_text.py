@@ -82,7 +82,7 @@ def _print_money(con: Console, st: dict[str, Any]) -> None:
     if st["interrupted_calls"]:
         con.print(
             f"interrupted calls: {st['interrupted_calls']} "
-            f"(possibly billed, at most ${st['interrupted_possibly_billed']})"
+            f"(possibly billed, at most ${st['interrupted_possibly_billed']}, counted as spent)"
         )
     if st["pending_humans"]:
         con.print(f"waiting for humans: {len(st['pending_humans'])} item(s) in {st['queue']}")

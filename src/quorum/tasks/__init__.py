@@ -16,9 +16,4 @@ Modules:
   to offsets.
 - ``summarization``: Summarization (a free-text output per item): the embedding-centroid
   aggregation (paper, sec. 3.3), the clipped cosine between two summaries, ROUGE-1.
-
-A new kind is one module: a :class:`~quorum.tasks.base.TaskKind` subclass (its outputs'
-parser, aggregator, metric, prompt template and human-task shape) and one entry in
-:data:`~quorum.tasks.registry.KINDS` (docs/architecture.md, "How to add a task kind").
-The rest of QUORUM asks ``task.kind`` and never tests the task's type.
 """

@@ -35,14 +35,17 @@ class TaskType(StrEnum):
     classification = "classification"
     multiple_choice = "multiple_choice"
     summarization = "summarization"
+    pairwise = "pairwise"
     spans = "spans"
 
     @property
     def has_labels(self) -> bool:
         """Whether the task names a fixed label set (its kind is ``discrete``)."""
-        from quorum.tasks.registry import KINDS
+        return _DISCRETE[self]
 
-        return KINDS[self].discrete
+
+#: each kind's ``discrete``, by type (filled as the kind classes are defined)
+_DISCRETE: dict[TaskType, bool] = {}
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,11 @@ class TaskKind(ABC):
     audit_llm_by_value: ClassVar[bool] = False
     #: standard errors taken off a dearer LLM's probe quality in the audit by value
     audit_value_z: ClassVar[float] = 0.0
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "type" in cls.__dict__:
+            _DISCRETE[cls.type] = cls.discrete
 
     def __init__(
         self, labels: Sequence[str] | None = None, label_names: Mapping[str, str] | None = None

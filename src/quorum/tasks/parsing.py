@@ -47,6 +47,14 @@ def _clean(s: str) -> str:
     return re.sub(r"\s+", " ", s.replace("**", "").replace("`", "")).strip(_STRIP)
 
 
+def label_key(label: str) -> str:
+    """How an answer and a label are compared: outer quotes, brackets and punctuation
+    stripped, spaces collapsed, case folded (``'Yes!'`` -> ``'yes'``). A label that is only
+    punctuation keeps its folded text."""
+    folded = " ".join(str(label).split()).casefold()
+    return _clean(folded) or folded
+
+
 class LabelParser:
     """Parser for one task: ``labels`` are the label values, ``options`` the names shown."""
 
@@ -60,6 +68,9 @@ class LabelParser:
         for lab in self.labels:
             table.setdefault(lab.lower(), lab)
             table.setdefault(self.names[lab].lower(), lab)
+        for lab in self.labels:  # normalised like the answer is (issue 37: 'yes!')
+            table.setdefault(label_key(lab), lab)
+            table.setdefault(label_key(self.names[lab]), lab)
         for i, opt in enumerate(options or []):
             if i < len(self.labels):
                 table.setdefault(_clean(str(opt)).lower(), self.labels[i])

@@ -8,6 +8,7 @@ import pandas as pd
 
 from quorum.tasks.base import TaskKind, TaskType
 from quorum.tasks.classification import Classification, MultipleChoice
+from quorum.tasks.pairwise import Pairwise
 from quorum.tasks.spans import Spans
 from quorum.tasks.summarization import Summarization
 
@@ -16,6 +17,7 @@ KINDS: dict[TaskType, type[TaskKind]] = {
     TaskType.classification: Classification,
     TaskType.multiple_choice: MultipleChoice,
     TaskType.summarization: Summarization,
+    TaskType.pairwise: Pairwise,
     TaskType.spans: Spans,
 }
 

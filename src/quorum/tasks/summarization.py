@@ -132,15 +132,6 @@ class Summarization(TaskKind):
     def scorer(self, language: str) -> Callable[[str, str], float]:
         return rouge1_scorer(language)
 
-
-def rouge1_scorer(language: str = "en") -> Callable[[str, str], float]:
-    """The score of a summary: ROUGE-1 F of ``output`` against ``reference``."""
-
-    def score(output: str, reference: str) -> float:
-        return rouge1(pd.Series([output]), pd.Series([reference]), language)
-
-    return score
-
     def parse(self, parser: LabelParser | None, text: str | None, item: ItemView) -> Parsed:
         return parse_summary(text)
 
@@ -172,3 +163,12 @@ def rouge1_scorer(language: str = "en") -> Callable[[str, str], float]:
         self, output: str, options: list[str], shown: Callable[[str], str]
     ) -> tuple[dict[str, Any], str] | None:
         return {"text": [output]}, "textarea"
+
+
+def rouge1_scorer(language: str = "en") -> Callable[[str, str], float]:
+    """The score of a summary: ROUGE-1 F of ``output`` against ``reference``."""
+
+    def score(output: str, reference: str) -> float:
+        return rouge1(pd.Series([output]), pd.Series([reference]), language)
+
+    return score

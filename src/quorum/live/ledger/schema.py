@@ -68,7 +68,10 @@ CREATE TABLE IF NOT EXISTS human_reliability (
 #: columns added after schema version 1 (older ledgers get them on open)
 ADDED = {"human_queue": {"raw": "TEXT", "line": "INTEGER", "given": "INTEGER DEFAULT 0",
                           "price": "REAL", "wanted": "INTEGER DEFAULT 1",
-                          "confidence": "REAL", "note": "TEXT"}}  # fmt: skip
+                          "confidence": "REAL", "note": "TEXT"},
+         # when a call's request first left for the endpoint (NULL: not yet sent); a call
+         # a kill cuts off before that was never billed (issue 37)
+         "calls": {"sent_at": "REAL"}}  # fmt: skip
 
 #: schema 3: a task's labels are rows of ``human_labels`` (one per slot); a task of an older
 #: ledger is one slot, its own call
@@ -94,8 +97,32 @@ def migrate(conn: sqlite3.Connection) -> None:
         for col, decl in cols.items():
             if col not in have:
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN {col} {decl}")
+                if (table, col) == ("calls", "sent_at"):  # older calls: assume sent
+                    conn.execute("UPDATE calls SET sent_at = coalesce(created_at, 0)")
     conn.execute(_SLOTS_OF_OLD_TASKS)
     conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (SCHEMA_VERSION,))
+
+
+def damaged(path: Path, why: object) -> QuorumError:
+    """The one-line error of a ledger file SQLite cannot read as a database (corrupt,
+    truncated, or another kind of file): what to do is not about permissions."""
+    return QuorumError(
+        f"the ledger {path} is damaged ({why}): it is not a readable SQLite database; "
+        "restore a copy of it, or move it aside to start the project's ledger afresh "
+        "(the calls it recorded would then be made, and paid, again)"
+    )
+
+
+def check_intact(conn: sqlite3.Connection, path: Path) -> None:
+    """SQLite's ``quick_check`` of the whole file; a damaged ledger is :func:`damaged`."""
+    try:
+        rows = conn.execute("PRAGMA quick_check").fetchall()
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError) and "malformed" not in str(exc):
+            raise
+        raise damaged(path, exc) from None
+    if [tuple(r) for r in rows] != [("ok",)]:
+        raise damaged(path, "; ".join(str(r[0]) for r in rows[:3]))
 
 
 def open_readonly(path: Path) -> sqlite3.Connection:
@@ -112,9 +139,16 @@ def open_readonly(path: Path) -> sqlite3.Connection:
             )
             conn.execute("PRAGMA query_only=ON")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            return conn
+            check_intact(conn, path)
+        except sqlite3.DatabaseError as exc:
+            if not isinstance(exc, sqlite3.OperationalError):
+                raise damaged(path, exc) from None  # not a database: no other mode helps
+            last = exc
+            continue
         except sqlite3.Error as exc:
             last = exc
+            continue
+        return conn
     raise QuorumError(
         f"cannot read the ledger {path}: {last} (check that the file and its folder can be "
         "read; a copy of the folder can be read anywhere)"

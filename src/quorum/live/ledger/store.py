@@ -38,7 +38,14 @@ from typing import Any
 import pandas as pd
 
 from quorum.errors import QuorumError
-from quorum.live.ledger.schema import SCHEMA, SCHEMA_VERSION, TASK_COLUMNS, migrate, open_readonly
+from quorum.live.ledger.schema import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    TASK_COLUMNS,
+    check_intact,
+    migrate,
+    open_readonly,
+)
 from quorum.live.ledger.schema import float_or_none as _f
 from quorum.live.ledger.schema import int_or_none as _int
 from quorum.live.ledger.schema import text_or_none as _s
@@ -74,9 +81,16 @@ class Ledger:
             self.conn = open_readonly(self.path)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            existed = self.path.is_file() and self.path.stat().st_size > 0
             self.conn = sqlite3.connect(
                 str(self.path), check_same_thread=False, timeout=30, isolation_level=None
             )
+            if existed:  # a damaged file is said so, not blamed on permissions (issue 37)
+                try:
+                    check_intact(self.conn, self.path)
+                except QuorumError:
+                    self.conn.close()
+                    raise
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute(f"PRAGMA synchronous={sync.upper()}")
             self.conn.executescript(SCHEMA)
@@ -159,17 +173,40 @@ class Ledger:
             return c.execute("UPDATE runs SET status='killed' WHERE status='running'").rowcount
 
     def mark_interrupted(self) -> tuple[int, float]:
-        """Calls left in flight by a killed process: mark them, return (count, reserved)."""
+        """Calls left in flight by a killed process become ``interrupted``: one whose request
+        was sent is possibly billed and costs its reservation (counted as spent, so the bill
+        never passes the budget); one that never left (it waited for its endpoint's slot,
+        its rate limit or a retry's backoff) costs nothing. Returns (count, money) of the
+        possibly billed ones."""
         with self.tx() as c:
             row = c.execute(
-                "SELECT count(*), coalesce(sum(reserved),0) FROM calls WHERE status='inflight'"
+                "SELECT count(*), coalesce(sum(reserved),0) FROM calls "
+                "WHERE status='inflight' AND sent_at IS NOT NULL"
             ).fetchone()
             c.execute(
-                "UPDATE calls SET status='interrupted', cost=reserved, cost_source='reserved', "
+                "UPDATE calls SET status='interrupted', cost=reserved, "
+                "cost_source='reserved (possibly billed)', "
                 "error='process stopped before the response was recorded' "
+                "WHERE status='inflight' AND sent_at IS NOT NULL"
+            )
+            c.execute(
+                "UPDATE calls SET status='interrupted', cost=0, cost_source='never sent', "
+                "error='process stopped before the request was sent' "
                 "WHERE status='inflight'"
             )
             return int(row[0]), float(row[1])
+
+    def mark_sent(self, call_id: int, sent: bool = True) -> None:
+        """The call's request is about to leave for the endpoint (committed before it does),
+        or (``sent=False``) its last try was answered with an error, which is not billed."""
+        with self.tx() as c:
+            if sent:
+                c.execute(
+                    "UPDATE calls SET sent_at=? WHERE call_id=? AND sent_at IS NULL",
+                    (time.time(), call_id),
+                )
+            else:
+                c.execute("UPDATE calls SET sent_at=NULL WHERE call_id=?", (call_id,))
 
     def last_run(self, finished: bool = False) -> sqlite3.Row | None:
         where = "WHERE status IN ('finished','pending')" if finished else ""
@@ -196,15 +233,18 @@ class Ledger:
     def start_call(self, run_id: int, key: str, kind: str, item_id: str, annotator: str,
                    annotator_kind: str, model: str | None, api_base: str | None, prompt: str,
                    params: dict, reserved: float, status: str = "inflight", cost: float = 0.0,
-                   cost_source: str | None = None) -> int:  # fmt: skip
+                   cost_source: str | None = None, sent: bool = True) -> int:  # fmt: skip
+        """A new ``calls`` row; ``sent=False``: its request has not left yet (the annotator
+        says when it does, :meth:`mark_sent`), else it counts as sent from now."""
+        now = time.time()
         with self.tx() as c:
             cur = c.execute(
                 "INSERT INTO calls (run_id, request_key, kind, item_id, annotator, "
                 "annotator_kind, model, api_base, prompt, params, status, reserved, cost, "
-                "cost_source, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "cost_source, created_at, sent_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, key, kind, item_id, annotator, annotator_kind, model, api_base, prompt,
                  json.dumps(params, sort_keys=True, default=str), status, reserved, cost,
-                 cost_source, time.time()),
+                 cost_source, now, now if sent else None),
             )  # fmt: skip
             return int(cur.lastrowid)
 
@@ -329,20 +369,21 @@ class Ledger:
     def money_units(self) -> dict[str, int]:
         """Money in integer nano-units: paid, held for pending humans, committed (both),
         possibly billed by interrupted calls, and the number of interrupted calls."""
-        cost, reserved = _U.format("cost"), _U.format("reserved")
+        cost = _U.format("cost")
         row = self.query(
             "SELECT "
             f"coalesce(sum(CASE WHEN status IN ('ok','unparseable','failed') THEN {cost} END),0),"
             f"coalesce(sum(CASE WHEN status='pending' THEN {cost} END),0), "
-            f"coalesce(sum(CASE WHEN status='interrupted' THEN {reserved} END),0), "
+            f"coalesce(sum(CASE WHEN status='interrupted' THEN {cost} END),0), "
             "count(CASE WHEN status='interrupted' THEN 1 END) FROM calls"
         )[0]
-        paid, pending = int(row[0]), int(row[1])
+        paid, pending, cut = int(row[0]), int(row[1]), int(row[2])
         return {
             "paid": paid,
             "pending": pending,
-            "committed": paid + pending,
-            "interrupted": int(row[2]),
+            # possibly billed money of calls a kill cut off is spent too (issue 37)
+            "committed": paid + pending + cut,
+            "interrupted": cut,
             "interrupted_calls": int(row[3]),
         }
 

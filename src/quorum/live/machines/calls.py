@@ -17,6 +17,12 @@ from quorum.tasks.base import ItemView
 CallKind = Literal["annotate", "confidence"]
 #: ``on_attempt(n, started_at, latency_s, outcome, error)``: one HTTP try, for the ledger
 AttemptHook = Callable[[int, float, float, str, str | None], None]
+#: the ``outcome`` an annotator that ``reports_sends`` gives ``on_attempt`` just before a
+#: try's request leaves (the ledger records it first: a call a kill cuts off before its
+#: request left was never billed, issue 37)
+SENDING = "sending"
+#: failed tries that may still have been billed (the request may have been served)
+MAYBE_BILLED = ("timeout", "connection")
 
 
 def request_key(payload: dict[str, Any]) -> str:
@@ -36,6 +42,9 @@ class Request:
     reserved: float
     messages: list[dict[str, str]] | None = None
     prediction: str | None = None
+    #: why this request is not sent (an item too long for the annotator): a failed call
+    #: at no cost, recorded with this reason
+    refuse: str | None = None
 
     @property
     def item_id(self) -> str:
@@ -144,6 +153,9 @@ class Annotator(ABC):
     kind: str  # "llm" | "model" | "human"
     model: str | None = None
     api_base: str | None = None
+    #: ``call`` tells ``on_attempt`` (outcome :data:`SENDING`) before each request leaves;
+    #: False: a call counts as sent from the moment its ledger row is written
+    reports_sends: bool = False
 
     def __init__(self) -> None:
         self.health = Health(getattr(self, "name", "?"), 3)

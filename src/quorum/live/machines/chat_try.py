@@ -15,7 +15,13 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from quorum.live.machines.openai_http import HTTPCallError, OpenAIHTTPClient, reply_fields
+from quorum.live.machines.openai_http import (
+    HTTPCallError,
+    OpenAIHTTPClient,
+    check_choices,
+    reply_fields,
+    token_count,
+)
 
 __all__ = ["ChatTry", "Reply", "Route", "classify", "get_litellm", "litellm_reply_fields"]
 
@@ -73,7 +79,7 @@ def litellm_reply_fields(resp: Any) -> tuple[str | None, int | None, int | None]
     usage = getattr(resp, "usage", None)
     pt = getattr(usage, "prompt_tokens", None) if usage is not None else None
     ct = getattr(usage, "completion_tokens", None) if usage is not None else None
-    return content, pt, ct
+    return content, token_count(pt), token_count(ct)
 
 
 def litellm_reply(resp: Any) -> Reply:
@@ -113,6 +119,7 @@ class ChatTry:
             model=model, messages=messages, api_base=api_base, api_key=api_key,
             timeout=timeout, num_retries=0, max_retries=0, **params,
         )  # fmt: skip
+        check_choices(list(getattr(resp, "choices", None) or []))
         return litellm_reply(resp)
 
     def close(self) -> None:

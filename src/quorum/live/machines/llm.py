@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from quorum.errors import ConfigError
 from quorum.live.machines.calls import (
+    SENDING,
     AttemptHook,
     CallKind,
     Health,
@@ -75,6 +76,7 @@ class TokenPrices:
 
 class LLMAnnotator(PricedAnnotator):
     kind = "llm"
+    reports_sends = True  # each try's request is recorded as sent before it leaves
 
     def __init__(
         self,
@@ -110,6 +112,8 @@ class LLMAnnotator(PricedAnnotator):
         if cfg.seed is not None:
             self.params["seed"] = cfg.seed
         self.params.update(cfg.params)
+        #: items whose prompt is longer than ``max_prompt_tokens`` (token prices): not sent
+        self.too_long: dict[str, int] = {}
         self._price = self._bound(items, "annotate")
         self._conf_price = (
             cfg.confidence_price
@@ -182,6 +186,15 @@ class LLMAnnotator(PricedAnnotator):
                 n = lit.token_counter(model=self.model, messages=msgs)
             except Exception:
                 n = sum(len(m["content"]) for m in msgs) // 2
+            if n > self.cfg.max_prompt_tokens:  # one huge item must not price every call
+                if it.item_id not in self.too_long:
+                    log.warning(
+                        "item %r: its prompt is about %d tokens, above max_prompt_tokens %d "
+                        "of annotator %r; it is not sent to it (a failed call at no cost)",
+                        it.item_id, n, self.cfg.max_prompt_tokens, self.name,
+                    )  # fmt: skip
+                self.too_long[it.item_id] = n
+                continue
             most = max(most, n)
         pt = int(most * self.cfg.prompt_token_margin) + 16
         return float(self.prices.cost(pt, self.max_tokens + 1))
@@ -203,6 +216,7 @@ class LLMAnnotator(PricedAnnotator):
             params.update(self.output.params(item))  # constrained output (issue 27)
         payload = {"model": self.model, "api_base": self.api_base, "messages": msgs}
         payload["params"] = params
+        n_long = self.too_long.get(item.item_id)
         return Request(
             key=request_key(payload),
             kind=kind,
@@ -213,6 +227,10 @@ class LLMAnnotator(PricedAnnotator):
             reserved=reserved,
             messages=msgs,
             prediction=prediction,
+            refuse=None
+            if n_long is None
+            else f"item {item.item_id!r} not sent: its prompt is about {n_long} tokens, above "
+            f"max_prompt_tokens {self.cfg.max_prompt_tokens} of annotator {self.name!r}",
         )
 
     # -- calls -------------------------------------------------------------
@@ -251,6 +269,7 @@ class LLMAnnotator(PricedAnnotator):
                 await bucket.acquire()
             async with sem:
                 started, t0 = time.time(), time.monotonic()
+                on_attempt(n, started, 0.0, SENDING, None)  # recorded before it leaves
                 try:
                     reply = await self._try_once(req, params)
                 except Exception as exc:  # classified below; never propagates
@@ -311,6 +330,10 @@ class LLMAnnotator(PricedAnnotator):
     def _response(self, req: Request, params: dict, reply: Reply, n: int, total: float) -> Response:
         content, pt, ct = reply.content, reply.prompt_tokens, reply.completion_tokens
         extra: dict = {}
+        cap = self.cfg.max_reply_chars
+        if content is not None and len(content) > cap:  # stored and read up to the cap
+            extra["truncated"] = len(content)
+            content = content[:cap]
         conf = None
         if req.kind == "annotate" and content is not None:
             answer = self.output.answer(content, params)

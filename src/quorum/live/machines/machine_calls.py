@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from quorum.live.ledger.store import Ledger
-from quorum.live.machines.calls import Annotator, Redactor, Request, Response
+from quorum.live.machines.calls import MAYBE_BILLED, SENDING, Annotator, Redactor, Request, Response
 from quorum.live.machines.money_guard import LiveStats, MoneyGuard
 from quorum.routing.core.base import Outcome
 from quorum.routing.core.budget import from_units
@@ -91,6 +91,8 @@ class MachineCalls:
     async def _call(self, ann: Annotator, req: Request, skip_unpaid: bool) -> Outcome:
         if not ann.available:
             return self._refuse(ann, req, f"endpoint declared dead: {ann.health.reason}")
+        if req.refuse:  # e.g. an item too long for this annotator: recorded, not sent
+            return self._refuse(ann, req, req.refuse)
         if not self.guard.hold(req.reserved):
             if skip_unpaid:
                 return self.overplanned(req.item_id, req.annotator)
@@ -132,14 +134,20 @@ class MachineCalls:
 
     async def _send(self, ann: Annotator, req: Request) -> tuple[Response, Parsed]:
         """Write the ``inflight`` row, make the call, record its result (inside a slot)."""
+        reports = bool(getattr(ann, "reports_sends", False))
         call_id = self.ledger.start_call(
             self.run_id, req.key, req.kind, req.item_id, req.annotator, ann.kind, ann.model,
-            ann.api_base, req.prompt, req.params, req.reserved,
+            ann.api_base, req.prompt, req.params, req.reserved, sent=not reports,
         )  # fmt: skip
 
         def on_attempt(n: int, started: float, lat: float, outcome: str, err: str | None):
+            if outcome == SENDING:  # committed before the request leaves (issue 37)
+                self.ledger.mark_sent(call_id)
+                return
             if outcome != "ok":  # successful tries are recorded with the call itself
                 self.ledger.add_attempt(call_id, n, started, lat, outcome, self.redact(err))
+                if reports and outcome not in MAYBE_BILLED:  # an error reply: not billed
+                    self.ledger.mark_sent(call_id, sent=False)
 
         resp = await ann.call(req, on_attempt)
         parsed = self._parse(req, resp)
@@ -164,9 +172,14 @@ class MachineCalls:
         return resp, parsed
 
     def _recorded(self, resp: Response) -> dict[str, Any]:
-        """What the ledger keeps of a response besides its parse (texts redacted)."""
+        """What the ledger keeps of a response besides its parse (texts redacted); a reply
+        cut at ``max_reply_chars`` says so in ``error``."""
+        error = resp.error
+        cut = (resp.extra or {}).get("truncated")
+        if cut and resp.raw is not None:
+            error = f"reply truncated: {cut} characters, {len(resp.raw)} kept (max_reply_chars)"
         return {
-            "response_raw": self.redact(resp.raw), "error": self.redact(resp.error),
+            "response_raw": self.redact(resp.raw), "error": self.redact(error),
             "cost": resp.cost, "cost_source": resp.cost_source, "token_cost": resp.token_cost,
             "prompt_tokens": resp.prompt_tokens, "completion_tokens": resp.completion_tokens,
             "latency_s": resp.latency, "attempts": resp.attempts,

@@ -51,16 +51,23 @@ class MoneyGuard:
     ``committed_u`` (for the progress bar).
     """
 
-    def __init__(self, ledger: Ledger, limit: float, stats: LiveStats) -> None:
+    def __init__(
+        self, ledger: Ledger, limit: float, stats: LiveStats, charge_interrupted: bool = True
+    ) -> None:
         self.ledger = ledger
         self.stats = stats
         self.limit_u = to_units(limit)
+        #: money of calls a kill cut off counts (``budget.charge_interrupted``, default)
+        self.charge_interrupted = charge_interrupted
         self.committed_u = to_units(stats.committed)
         self.held_u = 0  # reservations of calls in flight
+        self.sync()
 
     def sync(self) -> None:
-        """Take the committed money from the ledger again."""
-        self.committed_u = self.ledger.money_units()["committed"]
+        """Take the committed money from the ledger again (with the possibly billed money
+        of calls a kill cut off, unless ``charge_interrupted`` is off)."""
+        m = self.ledger.money_units()
+        self.committed_u = m["committed"] - (0 if self.charge_interrupted else m["interrupted"])
         self.stats.committed = from_units(self.committed_u)
 
     def room(self, units: int) -> bool:

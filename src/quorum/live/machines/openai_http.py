@@ -50,6 +50,17 @@ class HTTPCallError(Exception):
         self.status_code = status
 
 
+def check_choices(choices: Any) -> None:
+    """A reply with no choice (``"choices": []``, none at all) holds no answer: a failed
+    try at no cost, like a reply that is not JSON (issue 37), never a paid empty answer."""
+    if not isinstance(choices, list) or not choices:
+        raise HTTPCallError(
+            f"reply has no choices ({'choices: []' if choices == [] else 'no choices list'})",
+            "invalid response",
+            True,
+        )
+
+
 def _retry_after(headers: Any) -> float | None:
     try:
         val = headers.get("retry-after") or headers.get("Retry-After")
@@ -153,6 +164,7 @@ class OpenAIHTTPClient:
             raise HTTPCallError(f"invalid JSON reply: {snippet}", "invalid response", True) from exc
         if not isinstance(data, dict):
             raise HTTPCallError("reply is not a JSON object", "invalid response", True)
+        check_choices(data.get("choices"))
         return data
 
     async def _post_aiohttp(self, body: bytes) -> tuple[int, Any, bytes]:
@@ -202,8 +214,14 @@ def reply_fields(data: dict[str, Any]) -> tuple[str | None, int | None, int | No
     usage = data.get("usage") or {}
     pt = usage.get("prompt_tokens") if isinstance(usage, dict) else None
     ct = usage.get("completion_tokens") if isinstance(usage, dict) else None
-    return (
-        None if content is None else str(content),
-        pt if isinstance(pt, int) else None,
-        ct if isinstance(ct, int) else None,
-    )
+    return None if content is None else str(content), token_count(pt), token_count(ct)
+
+
+def token_count(n: Any) -> int | None:
+    """A token count a reply reports, or None where it is not a plain count: a negative
+    count (which would make a call's cost negative and the budget grow), a bool, a float
+    or text, or more than a billion (issue 37). Without it the call is charged its
+    reservation bound."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 10**9:
+        return None
+    return n

@@ -144,6 +144,8 @@ class OutputConstraint:
         mine_text = answer.strip().lower()
         names = [o.lower() for o in options]
         idx = [str(i) for i in range(len(names))] if self.index_form or mine_text.isdigit() else []
+        if not self.index_form and any(n.isdigit() for n in names):
+            idx = []  # the options are numbers themselves (pairwise "1"/"2"): no index spelling
         opts = list(dict.fromkeys([*names, *idx]))
         if mine_text not in opts:
             opts.append(mine_text)
@@ -162,9 +164,9 @@ class OutputConstraint:
         # the chosen answer's side: its own option, and the other spelling of it (index or
         # name of the same label)
         same = {mine_text}
-        if mine_text.isdigit() and int(mine_text) < len(names):
+        if mine_text.isdigit() and int(mine_text) < len(names) and (idx or mine_text not in names):
             same.add(names[int(mine_text)])
-        elif mine_text in names:
+        elif mine_text in names and idx:
             same.add(str(names.index(mine_text)))
         total = sum(mass.values())
         return float(min(1.0, sum(mass[o] for o in same if o in mass) / total)) if total else None

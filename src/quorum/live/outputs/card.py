@@ -4,6 +4,8 @@ was labelled, money, the team, the router's decisions, the estimated accuracy, c
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 
 import pandas as pd
@@ -58,8 +60,8 @@ def _head(cfg: ProjectConfig, n: int, st: dict[str, Any]) -> list[str]:
     }
     state = "final" if st["labels_final"] else "provisional (the run waits for human answers)"
     return [
-        *["---", *_yaml(meta), "---", "", f"# {cfg.name}", ""],
-        f"{n} items of the QUORUM project `{cfg.name}`, labelled by routing each item "
+        *["---", *_yaml(meta), "---", "", f"# {_text(cfg.name)}", ""],
+        f"{n} items of the QUORUM project {_code(cfg.name)}, labelled by routing each item "
         f"between LLM annotators and people under a budget of ${st['budget']}, and exported "
         f"with `quorum export PROJECT -f hf`. The labels are {state}.",
         "",
@@ -72,7 +74,7 @@ def _task(cfg: ProjectConfig, frame: pd.DataFrame) -> list[str]:
     names = cfg.task.label_names or {}
     lines = ["## Task", "", f"- Type: {cfg.task.type.value}"]
     if cfg.task.instructions:
-        lines.append(f"- Instructions: {cfg.task.instructions.strip()}")
+        lines.append(f"- Instructions: {_text(cfg.task.instructions)}")
     if labels:
         counts = frame["label"].astype(str).value_counts()
         lines += ["", "| label | name | items |", "|---|---|---:|"]
@@ -131,7 +133,7 @@ def _team(cfg: ProjectConfig, st: dict[str, Any]) -> list[str]:
     lines = ["", "## The team", ""]
     for a in cfg.annotators:
         what = "person or people" if a.kind == "human" else (a.model or a.kind)
-        lines.append(f"- `{a.name}` ({a.kind}): {what}")
+        lines.append(f"- {_code(a.name)} ({a.kind}): {_text(what)}")
     team = st.get("human_team") or []
     if team:
         lines += ["", "| person | labels | reliability | gold right/of |", "|---|---:|---:|---:|"]
@@ -143,7 +145,7 @@ def _team(cfg: ProjectConfig, st: dict[str, Any]) -> list[str]:
             )
     ag = agreement_lines(st["agreement"])
     if ag:
-        lines += ["", *[f"- {x}" for x in ag]]
+        lines += ["", *[f"- {html.escape(x, quote=False)}" for x in ag]]
     return lines
 
 
@@ -154,11 +156,13 @@ def _router(cfg: ProjectConfig, st: dict[str, Any]) -> list[str]:
         "",
         "## The router and its decisions",
         "",
-        f"Method `{last.get('method') or cfg.method}`, seed {last.get('seed', cfg.seed)}, "
+        f"Method {_code(last.get('method') or cfg.method)}, seed {last.get('seed', cfg.seed)}, "
         f"{st['runs']} run(s).",
         "",
     ]
     dec = run_decision_lines(cfg, st)
+    # the lines name annotators and labels: no HTML of theirs reaches the page
+    dec = [html.escape(x, quote=False) for x in dec]
     return lines + ([f"- {x}" for x in dec] or ["- The router reported no decisions."])
 
 
@@ -181,8 +185,28 @@ def _accuracy(st: dict[str, Any]) -> list[str]:
 
 
 def _md(x: Any) -> str:
-    """Text for a Markdown table cell: pipes escaped, one line."""
-    return " ".join(str(x).split()).replace("|", "\\|")
+    """Text for a Markdown table cell: :func:`_text`, pipes escaped."""
+    return _text(x).replace("|", "\\|")
+
+
+#: Markdown characters a project's own text (its name, instructions, labels, people) may
+#: not use to make a link, an image, emphasis or a code span on the Hub's page
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]!"})
+
+
+def _text(x: Any) -> str:
+    """A project's own text as inert Markdown: one line, HTML escaped (no tag, no entity
+    of its own reaches the page: issue 37), Markdown's link, image and emphasis marks
+    escaped."""
+    one = " ".join(str(x).split())
+    return html.escape(one, quote=False).translate(_MD_SPECIAL)
+
+
+def _code(x: Any) -> str:
+    """A project's own name as a code span where it is a plain name (letters, digits,
+    ``_ . : / -`` and spaces), else as escaped text (:func:`_text`)."""
+    one = " ".join(str(x).split())
+    return f"`{one}`" if re.fullmatch(r"[\w .:/-]+", one) else _text(one)
 
 
 def _yaml(meta: dict[str, Any]) -> list[str]:

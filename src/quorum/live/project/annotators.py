@@ -8,7 +8,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from quorum.data.schema import GOLD_HUMAN
 
-_Strict = ConfigDict(extra="forbid")
+#: the largest money amount (a budget, a price) a project may name: beyond it the ledger's
+#: integer nano-units and the reservation bounds are meaningless (issue 37: 1e300)
+MAX_AMOUNT = 1e9
+
+_Strict = ConfigDict(extra="forbid", allow_inf_nan=False)  # inf/nan: a clear error
 
 
 class AnnotatorConfig(BaseModel):
@@ -25,10 +29,12 @@ class AnnotatorConfig(BaseModel):
     )
     api_base: str | None = None
     api_key_env: str | None = Field(default=None, description="env var that holds the key")
-    price: float | None = Field(default=None, ge=0.0, description="fixed cost per call")
-    input_cost_per_token: float | None = Field(default=None, ge=0.0)
-    output_cost_per_token: float | None = Field(default=None, ge=0.0)
-    confidence_price: float | None = Field(default=None, ge=0.0)
+    price: float | None = Field(
+        default=None, ge=0.0, le=MAX_AMOUNT, description="fixed cost per call"
+    )
+    input_cost_per_token: float | None = Field(default=None, ge=0.0, le=MAX_AMOUNT)
+    output_cost_per_token: float | None = Field(default=None, ge=0.0, le=MAX_AMOUNT)
+    confidence_price: float | None = Field(default=None, ge=0.0, le=MAX_AMOUNT)
     max_tokens: int | None = Field(default=None, ge=1)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     seed: int | None = None
@@ -55,6 +61,18 @@ class AnnotatorConfig(BaseModel):
     rate_limit: float | None = Field(default=None, gt=0.0, description="requests per second")
     dead_after: int = Field(default=3, ge=1, description="consecutive failed calls -> dead")
     prompt_token_margin: float = Field(default=1.5, ge=1.0)
+    max_prompt_tokens: int = Field(
+        default=32768,
+        ge=1,
+        description="token-priced LLM: an item whose prompt is longer is not sent to it (a "
+        "failed call at no cost naming the item) and does not set the reservation bound",
+    )
+    max_reply_chars: int = Field(
+        default=65536,
+        ge=1,
+        description="a reply is stored (and read) up to this many characters; the rest is "
+        "cut off and the call says so",
+    )
     # -- human --------------------------------------------------------------
     queue: str | None = Field(default=None, description="human queue folder")
 

@@ -23,23 +23,26 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from quorum.data.schema import GOLD_HUMAN
 from quorum.errors import ConfigError
-from quorum.live.project.annotators import AnnotatorConfig
+from quorum.live.project.annotators import MAX_AMOUNT, AnnotatorConfig
 from quorum.live.project.humans import HumansConfig
 from quorum.live.project.task import ItemsConfig, TaskConfig
 from quorum.tasks.registry import kind_of
 
-_Strict = ConfigDict(extra="forbid")
+_Strict = ConfigDict(extra="forbid", allow_inf_nan=False)  # inf/nan: a clear error
 
 
 class BudgetConfig(BaseModel):
     model_config = _Strict
 
-    limit: float = Field(ge=0.0, description="hard money budget for the project")
+    limit: float = Field(ge=0.0, le=MAX_AMOUNT, description="hard money budget for the project")
     setting: Literal["dollars", "auditor"] = "dollars"
     human_limit: int | None = Field(default=None, ge=0, description="auditor: human labels")
     charge_interrupted: bool = Field(
-        default=False,
-        description="charge calls cut off by a crash to the budget of the resumed run",
+        default=True,
+        description="count calls a kill cut off after their request left (possibly billed, "
+        "at their reservation) as spent, so that the provider's bill never passes the "
+        "limit; false: a resumed run routes as if they cost nothing (the bill may then "
+        "pass the limit by at most their reservations)",
     )
     price_change: Literal["refuse", "accept"] = Field(
         default="refuse",
@@ -96,7 +99,9 @@ class ProjectConfig(BaseModel):
         description="annotator acting as the human arm; 'gold' uses the gold column; "
         "default: the one annotator of kind human, else 'gold' if a gold column is set",
     )
-    human_price: float = Field(default=0.10, ge=0.0, description="price of the 'gold' human")
+    human_price: float = Field(
+        default=0.10, ge=0.0, le=MAX_AMOUNT, description="price of the 'gold' human"
+    )
     method: str = "quorum"
     method_params: dict[str, Any] = Field(default_factory=dict)
     seed: int = 0

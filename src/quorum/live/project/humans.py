@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-_Strict = ConfigDict(extra="forbid")
+_Strict = ConfigDict(extra="forbid", allow_inf_nan=False)  # inf/nan: a clear error
 
 
 class LabelStudioConfig(BaseModel):

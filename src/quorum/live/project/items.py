@@ -86,6 +86,40 @@ def _choices(x) -> tuple[str, ...] | None:
     return tuple(str(c) for c in list(x))
 
 
+def _missing(x) -> bool:
+    """None or NaN: a JSON ``null``, or a cell a row does not have."""
+    return x is None or (isinstance(x, float) and x != x)
+
+
+def _ids(df: pd.DataFrame, id_col: str | None, where: str) -> pd.Series:
+    """The item ids as text with outer spaces stripped (so ``' a'`` and ``'a'`` are one id,
+    and a duplicate is caught); a missing or empty id is a :class:`DataValidationError`."""
+    if id_col is None:
+        return pd.Series([str(i) for i in range(len(df))])
+    ids = []
+    for n, x in enumerate(df[id_col].tolist()):
+        if _missing(x):
+            raise DataValidationError(
+                f"{where}: item {n + 1} has no id ({id_col!r} is null or missing)"
+            )
+        s = (str(int(x)) if isinstance(x, float) and x.is_integer() else str(x)).strip()
+        if not s:
+            raise DataValidationError(f"{where}: item {n + 1} has an empty id ({id_col!r})")
+        ids.append(s)
+    out = pd.Series(ids)
+    raw = [str(x) for x in df[id_col].tolist()]
+    dup = out[out.duplicated(keep=False)]
+    if len(dup):
+        first = dup.iloc[0]
+        same = sorted({raw[i] for i in dup.index if out[i] == first})
+        how = "" if len(same) == 1 else " once outer spaces are stripped"
+        raise DataValidationError(
+            f"{where}: duplicate item id {first!r}{how} (as written: {same}); "
+            "give each item its own id"
+        )
+    return out
+
+
 def load_items(cfg: ProjectConfig) -> pd.DataFrame:
     """Items as a frame with ``item_id, text`` and, when configured, ``gold, choices``."""
     ic = cfg.items
@@ -98,7 +132,7 @@ def load_items(cfg: ProjectConfig) -> pd.DataFrame:
     id_col = ic.id_column or ("item_id" if "item_id" in cols else None)
     if id_col is not None and id_col not in cols:
         raise ConfigError(f"{where}: id_column {id_col!r} not found; columns are {cols}")
-    ids = df[id_col].map(str) if id_col else pd.Series([str(i) for i in range(len(df))])
+    ids = _ids(df, id_col, where)
     if ic.text_template:
         try:
             text = pd.Series([ic.text_template.format(**r) for r in df.to_dict("records")])
@@ -113,6 +147,12 @@ def load_items(cfg: ProjectConfig) -> pd.DataFrame:
                 "(set items.text_column or items.text_template)"
             )
         text = df[ic.text_column]
+        nulls = [ids.iloc[i] for i, x in enumerate(text.tolist()) if _missing(x)]
+        if nulls:
+            raise DataValidationError(
+                f"{where}: no text ({ic.text_column!r} is null or missing) for "
+                f"{len(nulls)} item(s), e.g. {nulls[:5]}"
+            )
     out = pd.DataFrame({"item_id": ids.to_numpy(), "text": text.astype(str).to_numpy()})
     if ic.gold_column:
         if ic.gold_column not in cols:

@@ -8,8 +8,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from quorum.data.schema import TaskType
+from quorum.tasks.parsing import label_key
 
-_Strict = ConfigDict(extra="forbid")
+_Strict = ConfigDict(extra="forbid", allow_inf_nan=False)  # inf/nan: a clear error
 
 
 class ItemsConfig(BaseModel):
@@ -95,11 +96,12 @@ class TaskConfig(BaseModel):
         for what, vals in (("labels", labels), ("label names", shown)):
             folded: dict[str, str] = {}
             for v in vals:
-                k = " ".join(v.split()).casefold()
+                k = label_key(v)
                 if k in folded:
                     raise ValueError(
-                        f"{what} {folded[k]!r} and {v!r} are the same answer (case and spaces "
-                        "are ignored when answers are read); give each label its own name"
+                        f"{what} {folded[k]!r} and {v!r} are the same answer (case, spaces "
+                        "and outer punctuation are ignored when answers are read); give "
+                        "each label its own name"
                     )
                 folded[k] = v
         if len(labels) < 2:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from quorum.errors import ConfigError
+from quorum.live.ledger.schema import damaged
 from quorum.live.ledger.store import Ledger, money_str
 from quorum.live.machines.answer_health import unparseable_warnings
 from quorum.live.machines.calls import Redactor
@@ -59,12 +61,21 @@ def open_ledger(cfg: ProjectConfig) -> Ledger:
     """The project's ledger, or a one-line error when its folder cannot be written."""
     try:
         return Ledger(cfg.ledger_path, sync=cfg.ledger_sync)
-    except (OSError, sqlite3.Error) as exc:
-        why = getattr(exc, "strerror", None) or str(exc)
-        raise ConfigError(
-            f"cannot write the ledger {cfg.ledger_path}: {why}; make its folder writable or "
-            "set `ledger` in the project file to a writable path"
-        ) from None
+    except sqlite3.DatabaseError as exc:
+        if not isinstance(exc, sqlite3.OperationalError):
+            raise damaged(cfg.ledger_path, exc) from None
+        raise _unwritable(cfg, exc) from None
+    except OSError as exc:
+        raise _unwritable(cfg, exc) from None
+
+
+def _unwritable(cfg: ProjectConfig, exc: BaseException) -> ConfigError:
+    """The ledger's file or folder cannot be written: one line that says what to do."""
+    why = getattr(exc, "strerror", None) or str(exc)
+    return ConfigError(
+        f"cannot write the ledger {cfg.ledger_path}: {why}; make its folder writable or "
+        "set `ledger` in the project file to a writable path"
+    )
 
 
 def check_budget(cfg: ProjectConfig, arms: dict[str, Any]) -> None:
@@ -151,8 +162,8 @@ def annotate(
     run sleeps until those answers arrive and routes again, spending at most ``wait``
     seconds waiting in all (routing time does not count).
     """
-    if wait < 0:
-        raise ConfigError(f"--wait must be >= 0 seconds, got {wait:g}")
+    if not math.isfinite(wait) or wait < 0:
+        raise ConfigError(f"--wait must be a finite number of seconds >= 0, got {wait:g}")
     items = load_items(cfg)
     views = item_views(items)
     ledger = open_ledger(cfg)
@@ -218,6 +229,7 @@ def _open_run(run: _Run, items: pd.DataFrame, views: Any, quiet: bool) -> LiveSo
         if "gold" in items.columns
         else None,
         queue_depth=_queue_depth(cfg, run.human),
+        charge_interrupted=cfg.budget.charge_interrupted,
     )
     source.resubmit_pending()
     source.collect_answers()
@@ -299,10 +311,12 @@ def _settled(run: _Run, source: LiveSource, result: RoutingResult, tally: _Tally
         return False
     if source.not_made:
         log.warning(
-            "%d call(s) the router planned were not made: the ledger's money is "
-            "spent (calls cut off by a stop count as possibly billed; set "
-            "budget.charge_interrupted = true to let the router plan with that)",
+            "%d call(s) the router planned were not made: the ledger's money is spent%s",
             source.not_made,
+            ""
+            if run.cfg.budget.charge_interrupted
+            else " (calls cut off by a stop count as possibly billed; set "
+            "budget.charge_interrupted = true to let the router plan with that)",
         )
     return True
 

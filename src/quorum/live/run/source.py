@@ -64,6 +64,7 @@ class LiveSource:
         on_event: Callable[[Outcome, LiveStats], None] | None = None,
         gold: dict[str, str] | None = None,
         queue_depth: int = 1,
+        charge_interrupted: bool = True,
     ) -> None:
         self.task_type = task_type
         #: the task's kind: how a person's answer reads, whether gold is a label
@@ -80,7 +81,7 @@ class LiveSource:
         self.on_event = on_event
         self.concurrency = concurrency
         self.stats = LiveStats(len(items), budget_limit, committed=ledger.money()["committed"])
-        self.guard = MoneyGuard(ledger, budget_limit, self.stats)
+        self.guard = MoneyGuard(ledger, budget_limit, self.stats, charge_interrupted)
         self.calls = MachineCalls(
             ledger=ledger, run_id=run_id, task_type=task_type, parser=parser, guard=self.guard,
             stats=self.stats, redact=self.redact, concurrency=concurrency, event=self._event,

@@ -58,6 +58,11 @@ class Budget:
 
     # -- queries -----------------------------------------------------------
     @property
+    def limit_units(self) -> int:
+        """The limit B in the Budget's integer nano-units (0: no money at all)."""
+        return self._limit_u
+
+    @property
     def spent(self) -> float:
         return from_units(self._spent_u)
 

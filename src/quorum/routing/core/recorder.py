@@ -76,6 +76,16 @@ class CallRecorder:
         for out in prior() if callable(prior) else []:
             self._record_prior(out)
 
+    @property
+    def usable_by_item(self) -> dict[str, dict[str, str]]:
+        """item id -> {annotator: usable output}, as recorded (read it, never change it)."""
+        return self._usable
+
+    @property
+    def has_prior(self) -> bool:
+        """Whether the recorder started with earlier outcomes (a resumed live pass)."""
+        return bool(self._prior)
+
     def _record_prior(self, out: Outcome) -> None:
         human = self.is_human(out.annotator)
         if not self.budget.can_afford(out.cost, human=human):

@@ -19,6 +19,8 @@ Modules:
 - ``flow``: QUORUM's flow: the paper's Algorithms 1 (dollars) and 2 (auditor) with our plans as
   named steps. Read :func:`dollars` and :func:`auditor` top to bottom; each branch names the
   step (and the module) that decides it. docs/architecture.md has the same tree as a table.
+- ``loops``: Which loops a run takes, decided in one place: the Python loops (the reference
+  path) or their compiled twin (:mod:`~quorum.routing.quorum.compiled`).
 - ``params``: QUORUM's hyperparameters as one validated, immutable object.
 - ``phase2``: Phase 2 of the dollars setting: every item not calibrated, in a random order, goes
   to one arm (QUORUM's "routing" step, Algorithm 1 line 7-15).

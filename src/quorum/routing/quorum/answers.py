@@ -45,7 +45,7 @@ class Answers:
         self.embed = OutputEmbeddings(rec.source.embed_outputs)
         # hot look-ups, bound once (the recorder's mapping of usable outputs is never
         # replaced, only updated)
-        self._usable_get = rec._usable.get
+        self._usable_get = rec.usable_by_item.get
         self._humans = frozenset(rec.human_names())
         #: vote of each item that needed no tie-break: (its outputs, the result)
         self._votes: list[tuple[Mapping[str, str], int, Vote] | None] = [None] * len(ids)

@@ -32,6 +32,35 @@ class AskedContexts:
         self._buf = np.empty((max(16, n_items), dim))
         self._n = 0
 
+    # -- the arrays, as the compiled loops read and fill them in place -------------
+    @property
+    def row_of(self) -> np.ndarray:
+        """(T, arms) buffer row of each (item, arm) asked; -1: not asked."""
+        return self._row
+
+    @property
+    def buffer(self) -> np.ndarray:
+        """The contexts x_t, one row each (rows ``[0, rows)`` in use; :meth:`reserve`
+        makes room ahead)."""
+        return self._buf
+
+    @property
+    def rewarded_mask(self) -> np.ndarray:
+        """(T, arms): whether the arm has had its reward on the item."""
+        return self._rewarded
+
+    @property
+    def rows(self) -> int:
+        """Rows of :attr:`buffer` in use."""
+        return self._n
+
+    @rows.setter
+    def rows(self, n: int) -> None:
+        """After a compiled step filled rows of the reserved buffer in place."""
+        if not 0 <= n <= len(self._buf):
+            raise ValueError(f"rows {n} outside the buffer's {len(self._buf)}")
+        self._n = int(n)
+
     def put(self, t: int, arm: str, x: np.ndarray) -> None:
         """Arm ``arm`` was asked about item ``t`` with context ``x`` (a later call replaces)."""
         j = self.col[arm]

@@ -32,6 +32,8 @@ class RouteRule(ABC):
 
     #: escalations pace on all the spare money (True), or on the working share only
     humans_on_spare = False
+    #: the rule has a compiled twin (:mod:`~quorum.routing.quorum.compiled.phase2_loop`)
+    compiled = False
 
     def __init__(self, cfg: QuorumParams) -> None:
         self.cfg = cfg
@@ -60,6 +62,8 @@ class LagrangianRule(RouteRule):
     argmax over the LLMs and the human of q_a - lambda c_a / c_H
     (:func:`~quorum.routing.quorum.policy.lagrangian_choice`), lambda set once by
     :func:`~quorum.routing.quorum.policy.shadow_price` so that the planned spend fits."""
+
+    compiled = True
 
     def prepare(self, run: QuorumRun, rest: list[int], working: float) -> float:
         """lambda: the human an arm of quality ``human_quality``; the money what phase 2
@@ -114,9 +118,9 @@ def route_rest(run: QuorumRun, cal: list[int], rule: RouteRule) -> list[int]:
     """Phase 2: route every item not in ``cal`` (random order) by ``rule``; returns them.
 
     Items are logged and batched (``batch_size`` requests at once); items that got a
-    human label settle at once, the others wait for phase 3. In replay the loop runs
-    compiled (:mod:`~quorum.routing.quorum.compiled.phase2_loop`, ``loop_backend="numba"``), with
-    the
+    human label settle at once, the others wait for phase 3. Where the run's loops are
+    compiled (:mod:`~quorum.routing.quorum.loops`) and the rule has a compiled twin, the
+    loop runs compiled (:mod:`~quorum.routing.quorum.compiled.phase2_loop`), with the
     same results.
     """
     cfg, sp, T = run.cfg, run.spend, run.T
@@ -130,7 +134,7 @@ def route_rest(run: QuorumRun, cal: list[int], rule: RouteRule) -> list[int]:
     # b_t and the limits come from planned prices (outcome-independent)
     plan = SpendingPlan(run.budget.remaining, sp.c_min, n_rest, cfg.pacing)
     run.report.shadow_price = rule.prepare(run, rest, working)
-    if _compiled(run, rule):  # replay: the same loop, compiled (loop_backend)
+    if run.loops.phase2 and rule.compiled:  # replay: the same loop, compiled
         from quorum.routing.quorum.compiled.phase2_loop import compiled_route
 
         humans = compiled_route(run, len(cal), rest, plan, working, rule.lam_)
@@ -141,17 +145,6 @@ def route_rest(run: QuorumRun, cal: list[int], rule: RouteRule) -> list[int]:
         if run.human in run.answers.outputs(t):
             settle(run, t)
     return rest
-
-
-def _compiled(run: QuorumRun, rule: RouteRule) -> bool:
-    """True when :mod:`~quorum.routing.quorum.compiled.phase2_loop` routes (replay, the Lagrangian
-    rule,
-    ``loop_backend="numba"``; its :func:`~quorum.routing.quorum.compiled.phase2_loop.applies`)."""
-    if run.cfg.loop_backend != "numba" or type(rule) is not LagrangianRule:
-        return False
-    from quorum.routing.quorum.compiled.phase2_loop import applies
-
-    return applies(run, True)
 
 
 def _route_python(

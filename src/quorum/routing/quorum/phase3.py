@@ -31,6 +31,9 @@ _NOTHING: dict = {}
 class ExtraArmRule(ABC):
     """How phase 3 picks the arm of an item's next annotation."""
 
+    #: the rule has a compiled twin (:mod:`~quorum.routing.quorum.compiled.phase3_kernel`)
+    compiled = False
+
     def __init__(self, cfg: QuorumParams) -> None:
         self.cfg = cfg
 
@@ -47,6 +50,8 @@ class ValueRule(ExtraArmRule):
     """``extra_arm_rule="value"``: the arm with the most expected errors fixed per unit of
     money (:func:`~quorum.routing.quorum.policy.value_choice`); p, the chance that the current
     label is right, is the q of its best agreeing LLM."""
+
+    compiled = True
 
     def choose(self, run, t, q, fits, human_ok, n_open):
         # the exploration draw comes first, as in value_choice (aggregation uses no rng)
@@ -158,9 +163,8 @@ def refine(run: QuorumRun, rule: ExtraArmRule) -> None:
     so a pick costs O(log T), not O(T).
     """
     n_asked = np.array([len(run.rec.by_item.get(i, ())) for i in run.ids], dtype=np.int64)
-    fixed = run.compiled_answers() if isinstance(rule, ValueRule) else None
-    if fixed is not None:  # replay: the same loop, compiled (loop_backend)
-        compiled_refine(run, fixed, n_asked)
+    if run.loops.compiled and rule.compiled:  # replay: the same loop, compiled
+        compiled_refine(run, run.loops.fixed, n_asked)
     else:
         _refine_python(run, rule, _Open(run, n_asked), n_asked)
     if run.cfg.spend_leftover:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numba.extending import register_jitable
 
 #: decision modes written to the trace
 MODES = (
@@ -176,6 +177,35 @@ def shadow_price(q: np.ndarray, price: np.ndarray, c_h: float, money: float) -> 
     return hi
 
 
+#: the rules' decisions as codes, shared by the Python loops and their compiled twin
+EXPLORE, EXPLOIT, SHADOW_PRICE, ESCALATE, NONE, VALUE = range(6)
+MODE_NAMES = ("explore", "exploit", "shadow-price", "escalate", "none", "value")
+
+
+@register_jitable
+def lagrangian_pick(q, c, c_h, fits, nf, human_ok, lam, human_quality, tau_h, epsilon, rng):
+    """:func:`lagrangian_choice` on the LLMs ``fits[:nf]`` of ``q`` and ``c``: (position in
+    ``fits``, or -1 for the human or nothing; mode code). One rule for both loops: the Python
+    loop runs it as Python, the compiled loop compiles it (numba's ``register_jitable``)."""
+    if nf == 0:
+        return (-1, ESCALATE) if human_ok else (-1, NONE)
+    if rng.random() < epsilon:
+        return rng.integers(0, nf), EXPLORE
+    best = 0
+    s_best = q[fits[0]] - lam * c[fits[0]] / c_h
+    for i in range(1, nf):  # np.argmax: the first maximum (a NaN wins)
+        if s_best != s_best:
+            break
+        s = q[fits[i]] - lam * c[fits[i]] / c_h
+        if s > s_best or s != s:
+            best, s_best = i, s
+    if human_ok and human_quality - lam > s_best:
+        return -1, SHADOW_PRICE
+    if human_ok and q[fits[best]] < tau_h:
+        return -1, ESCALATE
+    return best, EXPLOIT
+
+
 def lagrangian_choice(
     q: np.ndarray,
     c: np.ndarray,
@@ -194,17 +224,37 @@ def lagrangian_choice(
     ``epsilon`` explore an LLM; otherwise take argmax of q_a - lam c_a / c_H, or the human
     when human_quality - lam beats it; an LLM whose q is below tau_H is still escalated.
     """
-    if len(q) == 0:
-        return (None, "escalate") if human_ok else (None, "none")
-    if rng.random() < epsilon:
-        return int(rng.integers(len(q))), "explore"
-    scores = q - lam * c / c_h
-    best = int(np.argmax(scores))
-    if human_ok and human_quality - lam > scores[best]:
-        return None, "shadow-price"
-    if human_ok and float(q[best]) < tau_h:
-        return None, "escalate"
-    return best, "exploit"
+    q, c = np.asarray(q, dtype=np.float64), np.asarray(c, dtype=np.float64)
+    j, mode = lagrangian_pick(
+        q, c, c_h, np.arange(len(q)), len(q), human_ok, lam, human_quality, tau_h, epsilon, rng
+    )
+    return (None if j < 0 else int(j)), MODE_NAMES[mode]
+
+
+@register_jitable
+def value_pick(q, c, c_h, p, fits, nf, human_ok, epsilon, rng):
+    """:func:`value_choice` on the LLMs ``fits[:nf]`` of ``q`` (clipped to [0, 1] here)
+    and ``c``: (position in ``fits``, or -1 for the human or nothing; mode code). One rule
+    for both loops, as :func:`lagrangian_pick`."""
+    if p >= 1.0:  # nothing can be gained: no arm is worth its price, explore or not
+        return -1, NONE
+    if nf > 0 and rng.random() < epsilon:
+        return rng.integers(0, nf), EXPLORE
+    best_k, best_v, top_q = -1, -np.inf, -np.inf
+    if human_ok:
+        best_v = (1.0 - p) / c_h
+    for j in range(nf):
+        qb = min(max(q[fits[j]], 0.0), 1.0)
+        top_q = max(top_q, qb)
+        p_dis = (1.0 - p) * qb + p * (1.0 - qb)
+        v = (1.0 - p) * qb / (c[fits[j]] + p_dis * c_h)
+        if v > best_v:
+            best_k, best_v = j, v
+    if best_k >= 0 or human_ok:
+        return best_k, VALUE
+    if nf > 0 and top_q > 0.0:
+        return 0, VALUE
+    return -1, NONE
 
 
 def value_choice(
@@ -241,21 +291,6 @@ def value_choice(
     ...              epsilon=0.5, rng=rng)  # the label is surely right: buy nothing
     (None, 'none')
     """
-    if p >= 1.0:  # nothing can be gained: no arm is worth its price, explore or not
-        return None, "none"
-    if len(q) and rng.random() < epsilon:
-        return int(rng.integers(len(q))), "explore"
-    best_k, best_v = None, -np.inf
-    if human_ok:
-        best_v = (1.0 - p) / c_h
-    for j in range(len(q)):
-        qb = float(q[j])
-        p_dis = (1.0 - p) * qb + p * (1.0 - qb)
-        v = (1.0 - p) * qb / (c[j] + p_dis * c_h)
-        if v > best_v:
-            best_k, best_v = j, v
-    if best_k is None and not human_ok:
-        if len(q) and max(float(v) for v in q) > 0.0:
-            return 0, "value"
-        return None, "none"
-    return best_k, "value"
+    q, c = np.asarray(q, dtype=np.float64), np.asarray(c, dtype=np.float64)
+    j, mode = value_pick(q, c, c_h, p, np.arange(len(q)), len(q), human_ok, epsilon, rng)
+    return (None if j < 0 else int(j)), MODE_NAMES[mode]

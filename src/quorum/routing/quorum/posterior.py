@@ -78,6 +78,12 @@ class BayesianLinearPosterior:
         self.n_updates_ = 0
 
     # -- scoring -----------------------------------------------------------
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the per-decision arithmetic runs as compiled kernels (``backend="numba"``)."""
+        return self._k is not None
+
     def pull(self, x: np.ndarray) -> np.ndarray | float:
         """Expected quality q = mu^T x for one context (d,) or many (n, d)."""
         return np.asarray(x) @ self.mean_

@@ -58,9 +58,8 @@ def settle(run: QuorumRun, t: int) -> None:
 def settle_many(run: QuorumRun, items: list[int]) -> None:
     """:func:`settle` of ``items`` in turn, with nothing bought meanwhile; in replay one
     compiled call (``loop_backend``, :mod:`~quorum.routing.quorum.compiled.phase3_loop`)."""
-    fixed = run.compiled_answers() if len(items) else None
-    if fixed is not None:
-        compiled_settle(run, fixed, items)
+    if run.loops.compiled and len(items):
+        compiled_settle(run, run.loops.fixed, items)
         return
     for t in items:
         settle(run, t)

@@ -25,7 +25,8 @@ from quorum.routing.core.trace import DecisionTrace
 from quorum.routing.quorum.answers import Answers
 from quorum.routing.quorum.arms import ArmModels
 from quorum.routing.quorum.audit.label_state import LabelModelState
-from quorum.routing.quorum.compiled.fixed_answers import AnswerCodes, answer_codes, gc_paused
+from quorum.routing.quorum.compiled.fixed_answers import AnswerCodes, gc_paused
+from quorum.routing.quorum.loops import Loops, choose_loops
 from quorum.routing.quorum.params import QuorumParams
 from quorum.routing.quorum.report import RunReport
 
@@ -48,6 +49,11 @@ class Spending:
         self.c_min = float(self.c.min())
         self.batch_size = batch
         self._is_available = getattr(rec.source, "is_available", None)
+
+    @property
+    def checks_liveness(self) -> bool:
+        """Whether the source says, per arm, whether it still answers (live sources)."""
+        return self._is_available is not None
 
     def alive(self, k: int) -> bool:
         """False once a live source has declared arm k's endpoint dead."""
@@ -105,32 +111,26 @@ class QuorumRun:
         self.labels = LabelModelState(cfg, problem, self.answers, self.llm_names)
         self.report = RunReport()
         self.trace = DecisionTrace(self.llm_names)
-        self._fixed: AnswerCodes | bool | None = False  # not looked up yet
+        self._loops: Loops | None = None  # chosen at the first look
+
+    @property
+    def loops(self) -> Loops:
+        """The loops this run takes, Python or compiled (:mod:`~quorum.routing.quorum.loops`:
+        the one place that decides); chosen at the first look."""
+        if self._loops is None:
+            self._loops = choose_loops(self)
+        return self._loops
 
     def compiled_answers(self) -> AnswerCodes | None:
-        """The source's fixed answers as codes when the compiled steps apply to this run
-        (``loop_backend="numba"``, labels, the numba posteriors, a replay source with
-        fixed answers, no liveness checks or earlier outcomes); looked up once; None
-        where the Python steps run (:mod:`~quorum.routing.quorum.compiled.fixed_answers`)."""
-        if self._fixed is False:
-            posts = [*self.arms.post.values(), self.arms.post_h]
-            python = (
-                self.cfg.loop_backend != "numba"
-                or not self.kind.discrete
-                or self.spend._is_available is not None
-                or self.rec._prior
-                or any(p._k is None for p in posts)
-            )
-            names = [*self.llm_names, self.human]
-            self._fixed = None if python else answer_codes(self.rec.source, self.ids, names)
-        return self._fixed
+        """The source's fixed answers as codes where the compiled steps apply, else None."""
+        return self.loops.fixed
 
     def buy_calls(self, reqs: list[tuple[int, str]], phase: str) -> None:
         """Buy the calls (item index, annotator) together: with fixed answers, recorded at
         once (:meth:`~quorum.routing.core.recorder.CallRecorder.record_known`) when they all fit
         the budget; else as :meth:`~quorum.routing.core.recorder.CallRecorder.annotate_many`
         (which skips a call it cannot reserve)."""
-        fixed = self.compiled_answers()
+        fixed = self.loops.fixed
         if fixed is not None and reqs:
             col = {a: j for j, a in enumerate([*self.llm_names, self.human])}
             t_of = np.array([t for t, _ in reqs], dtype=np.int64)

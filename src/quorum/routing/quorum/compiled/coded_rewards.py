@@ -62,17 +62,17 @@ def update(post, every, a, x, r):  # pragma: no cover - compiled
 def _reference(t, ans, ctx, post, seen, cfg, ints, rf, work):  # pragma: no cover
     """(label the LLMs are judged against or -1: none, reward if right, if wrong)."""
     codes, order, n_out, asked = ans[0], ans[1], ans[2], ans[3]
-    K = ints[0]
+    K = ints.K
     if asked[t, K] and codes[t, K] >= 0:
         return codes[t, K], 1.0, 0.0
     n = n_out[t]
-    if not (ints[4] == 1 and n >= 2):  # agreement_reward
+    if not (ints.agreement_reward == 1 and n >= 2):  # agreement_reward
         return -1, 1.0, 0.0
-    trust_rank(t, ctx[3], ctx[4], rf, ints[8] == 1, post[1], K, work)
-    ref, _ = vote(codes[t], order[t], n, K, cfg[0], cfg[1], work[2], work)
-    if ints[5] == 1:  # calibrated: pi = P(LLM consensus is right), Beta(1, 1)-smoothed
+    trust_rank(t, ctx[3], ctx[4], rf, ints.bias == 1, post[1], K, work)
+    ref, _ = vote(codes[t], order[t], n, K, cfg.w_human, cfg.w_llm, work[2], work)
+    if ints.calibrated == 1:  # calibrated: pi = P(LLM consensus is right), Beta(1, 1)-smoothed
         pi = (seen[1] + 1.0) / (seen[0] + 2.0)
-        return ref, pi, (1.0 - pi) / max(ints[6] - 1, 1)
+        return ref, pi, (1.0 - pi) / max(ints.n_labels - 1, 1)
     return ref, 1.0, 0.0
 
 
@@ -84,7 +84,7 @@ def settle(t, ans, ctx, post, seen, settled, cfg, ints, rf, work):  # pragma: no
     settled[t] = True
     codes, order, n_out, asked = ans[0], ans[1], ans[2], ans[3]
     row, buf, rewarded = ctx[0], ctx[1], ctx[2]
-    K, every = ints[0], ints[7]
+    K, every = ints.K, ints.refresh_every
     ref, pay_right, pay_wrong = _reference(t, ans, ctx, post, seen, cfg, ints, rf, work)
     if ref < 0:
         return
@@ -104,13 +104,13 @@ def settle(t, ans, ctx, post, seen, settled, cfg, ints, rf, work):  # pragma: no
         return
     for i in range(n_others):  # the LLMs' own vote: ties to the answers' order
         rank[others[i]] = i
-    y_o, agr_o = vote(codes[t], others, n_others, K, cfg[0], cfg[1], rank, work)
-    if agr_o >= cfg[2]:
+    y_o, agr_o = vote(codes[t], others, n_others, K, cfg.w_human, cfg.w_llm, rank, work)
+    if agr_o >= cfg.threshold:
         seen[0] += 1
         seen[1] += 1 if y_o == human else 0
     if row[t, K] >= 0:  # the human: its agreement with the LLMs' vote (trust ties)
-        trust_rank(t, ctx[3], ctx[4], rf, ints[8] == 1, post[1], K, work)
-        ref_o, _ = vote(codes[t], others, n_others, K, cfg[0], cfg[1], work[2], work)
+        trust_rank(t, ctx[3], ctx[4], rf, ints.bias == 1, post[1], K, work)
+        ref_o, _ = vote(codes[t], others, n_others, K, cfg.w_human, cfg.w_llm, work[2], work)
         update(post, every, K, buf[row[t, K]], 1.0 if human == ref_o else 0.0)
         rewarded[t, K] = True
 
@@ -118,8 +118,8 @@ def settle(t, ans, ctx, post, seen, settled, cfg, ints, rf, work):  # pragma: no
 @njit(cache=True)
 def settle_items(items, ans, ctx, post, seen, settled, cfg, ints, rf):  # pragma: no cover
     """:func:`settle` of ``items`` in turn, at b_t = rf (nothing bought meanwhile)."""
-    K = ints[0]
-    d = ctx[3].shape[1] + 2 + K + (1 if ints[8] == 1 else 0)
+    K = ints.K
+    d = ctx[3].shape[1] + 2 + K + (1 if ints.bias == 1 else 0)
     work = scratch(K, d)
     for t in items:
         settle(t, ans, ctx, post, seen, settled, cfg, ints, rf, work)

@@ -31,30 +31,54 @@ calls were all bought from the fixed answers
 loop's account. The items routed to the human settle as the Python loop settles them
 (:func:`~quorum.routing.quorum.rewards.settle_many`).
 
-It applies (:func:`applies`) in replay (a source with ``fixed_outputs``), with
-``loop_backend="numba"``, the Lagrangian rule without ``pessimism``, the numba posteriors,
-no arm liveness check and no prior outcomes; the Python loop is the reference path
+Where it applies is decided with the run's other loops, in one place
+(:mod:`~quorum.routing.quorum.loops`); the Python loop is the reference path
 (tests/test_phase2_loop.py compares them).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from quorum.routing.core.budget import SpendingPlan
 from quorum.routing.quorum.compiled.fixed_answers import gc_paused
+from quorum.routing.quorum.policy import ESCALATE, SHADOW_PRICE, lagrangian_pick
 from quorum.routing.quorum.run import QuorumRun
 
-__all__ = ["MODES", "applies", "compiled_route", "route_loop"]
+__all__ = ["MODES", "RouteCounts", "RouteSettings", "compiled_route", "route_loop"]
 
-#: mode codes of :func:`route_loop` (index) and the trace's mode strings
+#: the trace's mode strings of the rule's mode codes (:data:`~quorum.routing.quorum.policy.
+#: MODE_NAMES`; the Python loop logs "none" as "unaffordable" too)
 MODES = ("explore", "exploit", "shadow-price", "escalate", "unaffordable")
-_EXPLORE, _EXPLOIT, _SHADOW, _ESCALATE, _NONE = range(5)
+
+
+class RouteSettings(NamedTuple):
+    """The floats :func:`route_loop` reads, by name."""
+
+    limit: float  # B, the Budget's limit
+    left: float  # the SpendingPlan's money left
+    working: float  # the working pool
+    lam: float  # lambda, the shadow price
+    human_quality: float
+    tau_h: float
+    epsilon0: float
+    gamma: float
+
+
+class RouteCounts(NamedTuple):
+    """The integers :func:`route_loop` reads, by name."""
+
+    n_cal: int
+    T: int
+    batch_size: int
+    pacing: int
+
+
 #: SpendingPlan's tolerance (budget._PLAN_EPS)
 _EPS = 1e-9
-#: integer units below 2**53 turn into floats exactly (Budget.remaining divides ints)
-_EXACT_UNITS = 2**53
 
 
 @njit(cache=True, nogil=True)
@@ -73,45 +97,21 @@ def _plan_fits(c, c_h, c_min, cheapest, allow, keep, left, fits):  # pragma: no 
 
 
 @njit(cache=True, nogil=True)
-def _lagrangian(q, c, c_h, fits, nf, human_ok, cfg, e, rng):  # pragma: no cover
-    """lagrangian_choice on the LLMs ``fits[:nf]``: (arm: k, K the human, -1 none; mode)."""
-    K, lam, h_quality, tau_h = q.shape[0], cfg[3], cfg[4], cfg[5]
-    if nf == 0:
-        return (K, _ESCALATE) if human_ok else (-1, _NONE)
-    if rng.random() < e:
-        return fits[rng.integers(0, nf)], _EXPLORE
-    best = 0
-    s_best = q[fits[0]] - lam * c[fits[0]] / c_h
-    for i in range(1, nf):  # np.argmax: the first maximum (a NaN wins)
-        if s_best != s_best:
-            break
-        s = q[fits[i]] - lam * c[fits[i]] / c_h
-        if s > s_best or s != s:
-            best, s_best = i, s
-    if human_ok and h_quality - lam > s_best:
-        return K, _SHADOW
-    if human_ok and q[fits[best]] < tau_h:
-        return K, _ESCALATE
-    return fits[best], _EXPLOIT
-
-
-@njit(cache=True, nogil=True)
-def route_loop(rest, phi, bias, means, c, c_h, c_min, cheapest, units, money, cfg, ints, rng):
+def route_loop(rest, phi, bias, means, c, c_h, c_min, cheapest, units, money, s, counts, rng):
     """Every phase-2 decision of the items ``rest`` (in order).
 
     ``means`` (K, d): mu_a of the LLMs; ``c`` (K,), ``c_h``, ``c_min``: prices;
     ``cheapest``: the first cheapest LLM; ``units`` (K + 1,): the prices in nano-units,
     the human last. ``money``: [Budget units left, human labels left, 1 if there is a
-    human limit]. ``cfg``: [B, plan's left, working pool, lambda, human_quality, tau_H,
-    epsilon_0, gamma]; ``ints``: [n_cal, T, batch_size, pacing].
+    human limit]. ``s``: the :class:`RouteSettings`; ``counts``: the :class:`RouteCounts`.
 
     Returns (arm (-1 none, k an LLM, K the human), mode code, X (n, d), Q (n, K),
     epsilon_t, Budget units left at each decision, routed items at each batch's end,
     whether each routed call was bought, [units left, human labels left] at the end).
     """  # pragma: no cover - compiled
     n, (K, d), m = rest.shape[0], means.shape, phi.shape[1]
-    limit, left, working = cfg[0], cfg[1], cfg[2]
-    n_cal, T, batch, pacing = ints[0], ints[1], ints[2], ints[3] != 0
+    limit, left, working = s.limit, s.left, s.working
+    n_cal, T, batch, pacing = counts.n_cal, counts.T, counts.batch_size, counts.pacing != 0
     rem, humans_left, h_limited = money[0], money[1], money[2] != 0
     arm, mode = np.empty(n, np.int64), np.empty(n, np.int8)
     X, Q, eps = np.zeros((n, d)), np.empty((n, K)), np.empty(n)
@@ -129,13 +129,17 @@ def route_loop(rest, phi, bias, means, c, c_h, c_min, cheapest, units, money, cf
             x[d - 1] = 1.0
         for k in range(K):
             q[k] = np.dot(x, means[k])
-        eps[j] = cfg[6] / (1.0 + cfg[7] * (n_cal + j))
+        eps[j] = s.epsilon0 / (1.0 + s.gamma * (n_cal + j))
         units_left[j] = rem
         # SpendingPlan.allowance and .keep, then the arms that fit
         allow = (working * (j + 1) / n if pacing else working) - extra
         nf, plan_h = _plan_fits(c, c_h, c_min, cheapest, allow, (n - j - 1) * c_min, left, fits)
         human_ok = plan_h and not (h_limited and humans_left < 1) and units[K] <= rem
-        arm[j], mode[j] = _lagrangian(q, c, c_h, fits, nf, human_ok, cfg, eps[j], rng)
+        pick, mode[j] = lagrangian_pick(
+            q, c, c_h, fits, nf, human_ok, s.lam, s.human_quality, s.tau_h, eps[j], rng
+        )
+        human = mode[j] == SHADOW_PRICE or mode[j] == ESCALATE
+        arm[j] = fits[pick] if pick >= 0 else (K if human else -1)
         if arm[j] < 0:
             continue
         price = c_h if arm[j] == K else c[arm[j]]
@@ -171,18 +175,6 @@ def _buy(pending, n_pend, made, units, K, rem, humans_left, h_limited):  # pragm
         if a == K:
             humans_left -= 1
     return rem, humans_left
-
-
-def applies(run: QuorumRun, rule_is_lagrangian: bool) -> bool:
-    """True when :func:`compiled_route` makes ``run``'s phase-2 decisions: the compiled
-    steps apply (:meth:`~quorum.routing.quorum.run.QuorumRun.compiled_answers`), the rule is
-    the Lagrangian one without ``pessimism``, and the limit's units convert exactly."""
-    return (
-        rule_is_lagrangian
-        and run.cfg.pessimism == 0
-        and run.budget._limit_u < _EXACT_UNITS
-        and run.compiled_answers() is not None
-    )
 
 
 def compiled_route(
@@ -246,28 +238,25 @@ def _decide(
     """:func:`route_loop` on the run's prices, money, posterior means and parameters."""
     cfg, sp, budget = run.cfg, run.spend, run.budget
     money = np.array(budget.units_state(), dtype=np.int64)
-    units = run.compiled_answers().price_units
-    conf = np.array(
-        [budget.limit, plan.left, working, lam, cfg.human_quality, cfg.tau_h, cfg.epsilon0,
-         cfg.gamma],
-        dtype=np.float64,
+    units = run.loops.fixed.price_units
+    s = RouteSettings(
+        float(budget.limit), float(plan.left), float(working), float(lam),
+        float(cfg.human_quality), float(cfg.tau_h), float(cfg.epsilon0), float(cfg.gamma),
     )  # fmt: skip
-    ints = np.array([n_cal, run.T, cfg.batch_size, cfg.pacing], dtype=np.int64)
+    counts = RouteCounts(int(n_cal), int(run.T), int(cfg.batch_size), int(cfg.pacing))
     means = np.ascontiguousarray(np.stack([run.arms.post[a].mean_ for a in run.llm_names]))
     cheapest = int(np.argsort(sp.c, kind="stable")[0])
     c = np.asarray(sp.c, dtype=np.float64)
     return route_loop(
         rest, run.arms.ctx.phi, run.arms.ctx.bias, means, c, float(sp.c_h), float(sp.c_min),
-        cheapest, units, money, conf, ints, run.rng,
+        cheapest, units, money, s, counts, run.rng,
     )  # fmt: skip
 
 
 def _record(run: QuorumRun, reqs: list, t_took, a_took, ends, made) -> None:
     """The calls, batch by batch as run.flush buys them: a batch whose calls were all
     bought is recorded from the fixed answers, one the Budget cut short is bought."""
-    known = run.compiled_answers().outcomes(
-        [i for i, _ in reqs], t_took, a_took, [a for _, a in reqs]
-    )
+    known = run.loops.fixed.outcomes([i for i, _ in reqs], t_took, a_took, [a for _, a in reqs])
     start, todo = 0, 0  # batches [todo, start) are known and not recorded yet
     for stop in [*ends.tolist(), None]:
         if stop is None or not made[start:stop].all():

@@ -38,6 +38,7 @@ from quorum.routing.quorum.compiled.coded_answers import (
 )
 from quorum.routing.quorum.compiled.coded_rewards import settle
 from quorum.routing.quorum.compiled.kernels import mean_quad_rows
+from quorum.routing.quorum.policy import EXPLORE, NONE, value_pick
 
 __all__ = ["MODES", "refine_loop"]
 
@@ -133,13 +134,13 @@ def _open_items(ans, ctx, post, seen, settled, items, cnt, cfg, ints, rf, work):
     Delta_t, 1(human), whether they have an answer, and P_t."""
     codes, order, n_out, asked = ans[0], ans[1], ans[2], ans[3]
     prio, open_, delt, has_h, no_answer = items
-    K, T = ints[0], ints[1]
+    K, T = ints.K, ints.T
     for t in range(T):
         n = n_out[t]
         if (
             open_[t]
             and n >= 2
-            and agreement(codes[t], order[t], n, K, cfg[0], cfg[1], work) >= cfg[2]
+            and agreement(codes[t], order[t], n, K, cfg.w_human, cfg.w_llm, work) >= cfg.threshold
         ):
             settle(t, ans, ctx, post, seen, settled, cfg, ints, rf, work)
             open_[t] = False
@@ -153,7 +154,7 @@ def _open_items(ans, ctx, post, seen, settled, items, cnt, cfg, ints, rf, work):
             delt[t] = delta(codes[t], order[t], n_out[t], work)
             has_h[t] = 1.0 if asked[t, K] and codes[t, K] >= 0 else 0.0
     progress = 1.0 - cnt[_N_OPEN] / max(T, 1)
-    _priorities(ctx, post[0][:K], items, rf, progress, ints[8] == 1)
+    _priorities(ctx, post[0][:K], items, rf, progress, ints.bias == 1)
 
 
 @njit(cache=True)
@@ -172,33 +173,19 @@ def _value_arm(t, q, fits, n_fits, human_ok, ans, ctx, post, cfg, ints, rf, eps,
     """ValueRule: p, the q of the best LLM agreeing with t's current label, then
     value_choice (explore with epsilon_t; else the most errors fixed per unit of money)."""
     codes, order, n_out, asked = ans[0], ans[1], ans[2], ans[3]
-    K = ints[0]
+    K = ints.K
     p = 0.0
     if n_out[t] > 0:
-        trust_rank(t, ctx[3], ctx[4], rf, ints[8] == 1, post[1], K, work)
-        y, _ = vote(codes[t], order[t], n_out[t], K, cfg[0], cfg[1], work[2], work)
+        trust_rank(t, ctx[3], ctx[4], rf, ints.bias == 1, post[1], K, work)
+        y, _ = vote(codes[t], order[t], n_out[t], K, cfg.w_human, cfg.w_llm, work[2], work)
         for k in range(K):
             if asked[t, k] and codes[t, k] >= 0 and codes[t, k] == y:
                 p = max(p, min(max(q[k], 0.0), 1.0))
-    if p >= 1.0:
+    j, mode = value_pick(q, prices, prices[K], p, fits, n_fits, human_ok, eps, rng)
+    if mode == NONE:
         return -1, _NONE
-    if n_fits > 0 and rng.random() < eps:
-        return fits[rng.integers(0, n_fits)], _EXPLORE
-    best_k, best_v, top_q = -1, -np.inf, -np.inf
-    if human_ok:
-        best_v = (1.0 - p) / prices[K]
-    for j in range(n_fits):
-        qb = min(max(q[fits[j]], 0.0), 1.0)
-        top_q = max(top_q, qb)
-        p_dis = (1.0 - p) * qb + p * (1.0 - qb)
-        v = (1.0 - p) * qb / (prices[fits[j]] + p_dis * prices[K])
-        if v > best_v:
-            best_k, best_v = j, v
-    if best_k >= 0:
-        return fits[best_k], _VALUE
-    if human_ok:
-        return K, _VALUE
-    return (fits[0], _VALUE) if n_fits > 0 and top_q > 0.0 else (-1, _NONE)
+    arm = fits[j] if j >= 0 else K
+    return arm, (_EXPLORE if mode == EXPLORE else _VALUE)
 
 
 @njit(cache=True)
@@ -257,17 +244,20 @@ def _after_answer(t, ans, ctx, post, seen, settled, items, cnt, heap, cfg, ints,
     """Item t got its answer: it settles and closes on a human label, consensus or
     ``max_annotations``; else it gets its new Delta_t, 1(human) and P_t (_Open.update)."""
     codes, order, n_out, asked, n_asked = ans
-    K, T, n = ints[0], ints[1], n_out[t]
-    agreed = n >= 2 and agreement(codes[t], order[t], n, K, cfg[0], cfg[1], work) >= cfg[2]
+    K, T, n = ints.K, ints.T, n_out[t]
+    agreed = (
+        n >= 2
+        and agreement(codes[t], order[t], n, K, cfg.w_human, cfg.w_llm, work) >= cfg.threshold
+    )
     human_in = asked[t, K] and codes[t, K] >= 0
-    if human_in or agreed or n_asked[t] >= ints[2]:
+    if human_in or agreed or n_asked[t] >= ints.max_annotations:
         settle(t, ans, ctx, post, seen, settled, cfg, ints, rf, work)
         _close(t, items, cnt)
         return
     items[2][t] = delta(codes[t], order[t], n, work)
     items[3][t] = 1.0 if human_in else 0.0
     one = work[3].reshape((1, work[3].shape[0]))  # the scratch context as one row
-    context(one[0], ctx[3], t, rf, 1.0 - cnt[_N_OPEN] / max(T, 1), ctx[4][t], ints[8] == 1)
+    context(one[0], ctx[3], t, rf, 1.0 - cnt[_N_OPEN] / max(T, 1), ctx[4][t], ints.bias == 1)
     items[0][t] = mean_quad_rows(one, post[0][:K])[0] + items[2][t] + (1.0 - items[3][t])
     if cnt[_SIZE] == heap[0].shape[0]:  # the heap holds stale entries only: start again
         _build(heap, cnt, items)
@@ -287,12 +277,12 @@ def refine_loop(ans, ctx, post, seen, settled, items, money, price_u, prices, cf
     labels, refresh_every, bias, priority_refresh, c_min units, contexts stored].
     """
     codes, order, n_out = ans[0], ans[1], ans[2]
-    K, T, bias, refresh = ints[0], ints[1], ints[8] == 1, ints[9]
+    K, T, bias, refresh = ints.K, ints.T, ints.bias == 1, ints.priority_refresh
     d = ctx[3].shape[1] + 2 + K + (1 if bias else 0)
     work, x, q, fits = scratch(K, d), np.empty(d), np.empty(K), np.empty(K, dtype=np.int64)
     cnt = np.zeros(5, dtype=np.int64)
-    cnt[_N_BUF] = ints[11]
-    _open_items(ans, ctx, post, seen, settled, items, cnt, cfg, ints, _b_t(money, cfg[5]), work)
+    cnt[_N_BUF] = ints.asked_rows
+    _open_items(ans, ctx, post, seen, settled, items, cnt, cfg, ints, _b_t(money, cfg.limit), work)
     cap = T + 2 * (refresh + T // 50 + 2)
     heap = (np.empty(cap), np.empty(cap, dtype=np.int64))
     _build(heap, cnt, items)
@@ -300,22 +290,25 @@ def refine_loop(ans, ctx, post, seen, settled, items, money, price_u, prices, cf
     while cnt[_N_OPEN] > 0:
         t_explore = T + picks
         t = _top(heap, cnt, items)
-        keep = float(cnt[_N_UNANSWERED] - (1 if items[4][t] else 0)) * cfg[6]  # c_min each
+        keep = float(cnt[_N_UNANSWERED] - (1 if items[4][t] else 0)) * cfg.c_min  # c_min each
         keep_u = np.int64(np.rint(keep * 1e9)) if keep != 0.0 else np.int64(0)
-        rem_u, rf = money[0], _b_t(money, cfg[5])
+        rem_u, rf = money[0], _b_t(money, cfg.limit)
         context(x, ctx[3], t, rf, 1.0 - cnt[_N_OPEN] / max(T, 1), ctx[4][t], bias)
         n_fits, human_ok = _arms_that_fit(t, fits, ans, money, price_u, keep_u)
         if n_fits == 0 and not human_ok:
             _close(t, items, cnt)
-            if rem_u < ints[10]:  # not even the cheapest LLM: phase 3 ends
+            if rem_u < ints.c_min_units:  # not even the cheapest LLM: phase 3 ends
                 break
             continue
         for k in range(K):
             q[k] = np.dot(x, post[1][k])
         n = n_out[t]
-        agreed = n >= 2 and agreement(codes[t], order[t], n, K, cfg[0], cfg[1], work) >= cfg[2]
-        eps = cfg[3] / (1.0 + cfg[4] * t_explore)
-        if ints[3] == 1 and human_ok and n >= 2 and not agreed:
+        agreed = (
+            n >= 2
+            and agreement(codes[t], order[t], n, K, cfg.w_human, cfg.w_llm, work) >= cfg.threshold
+        )
+        eps = cfg.epsilon0 / (1.0 + cfg.gamma * t_explore)
+        if ints.escalate_disagreement == 1 and human_ok and n >= 2 and not agreed:
             arm, mode = K, _DISAGREEMENT
         else:
             arm, mode = _value_arm(
@@ -326,7 +319,7 @@ def refine_loop(ans, ctx, post, seen, settled, items, money, price_u, prices, cf
                 _close(t, items, cnt)
                 continue
         _buy(t, arm, mode, x, q, eps, rem_u, ans, ctx, items, money, price_u, prices, cnt, out)
-        rf = _b_t(money, cfg[5])
+        rf = _b_t(money, cfg.limit)
         _after_answer(t, ans, ctx, post, seen, settled, items, cnt, heap, cfg, ints, rf, work)
         picks += 1
         if picks % max(refresh, cnt[_N_OPEN] // 50 + 1) == 0:

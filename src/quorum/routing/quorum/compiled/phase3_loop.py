@@ -16,6 +16,8 @@ loop leaves them.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from quorum.routing.core.budget import to_units
@@ -23,6 +25,35 @@ from quorum.routing.quorum.compiled.fixed_answers import AnswerCodes, gc_paused
 from quorum.routing.quorum.run import QuorumRun
 
 __all__ = ["LoopState", "compiled_refine", "compiled_settle"]
+
+
+class LoopSettings(NamedTuple):
+    """The floats the compiled phase 3 and rewards read, by name."""
+
+    w_human: float
+    w_llm: float
+    threshold: float  # the consensus threshold
+    epsilon0: float
+    gamma: float
+    limit: float  # B (0.0 without a limit)
+    c_min: float
+
+
+class LoopCounts(NamedTuple):
+    """The integers (and flags, 0/1) the compiled phase 3 and rewards read, by name."""
+
+    K: int  # LLMs
+    T: int  # items
+    max_annotations: int
+    escalate_disagreement: int
+    agreement_reward: int
+    calibrated: int  # agreement_reward_value == "calibrated"
+    n_labels: int
+    refresh_every: int
+    bias: int  # x_t ends with a bias 1
+    priority_refresh: int
+    c_min_units: int
+    asked_rows: int  # rows of the AskedContexts buffer in use
 
 
 class LoopState:
@@ -52,27 +83,25 @@ class LoopState:
             raise ValueError("the compiled loops need one refresh_every for every posterior")
         self.seen = np.array(arms.agreed_seen, dtype=np.int64)
         self.money = np.array(budget.units_state(), dtype=np.int64)
-        limit = budget.limit if budget._limit_u else 0.0
+        limit = budget.limit if budget.limit_units else 0.0
         c_min = run.spend.c_min
-        self.cfg = np.array(
-            [cfg.w_human, cfg.w_llm, cfg.consensus_threshold, cfg.epsilon0, cfg.gamma, limit, c_min]
-        )
-        calibrated = cfg.agreement_reward_value == "calibrated"
-        self.ints = np.array(
-            [
-                K,
-                run.T,
-                cfg.max_annotations,
-                int(cfg.escalate_disagreement),
-                int(cfg.agreement_reward),
-                int(calibrated),
-                len(run.p.task.labels or []),
-                every.pop(),
-                int(arms.ctx.bias),
-                max(1, cfg.priority_refresh),
-                to_units(c_min),
-            ],
-            dtype=np.int64,
+        self.cfg = LoopSettings(
+            float(cfg.w_human), float(cfg.w_llm), float(cfg.consensus_threshold),
+            float(cfg.epsilon0), float(cfg.gamma), float(limit), float(c_min),
+        )  # fmt: skip
+        self.ints = LoopCounts(
+            K=int(K),
+            T=int(run.T),
+            max_annotations=int(cfg.max_annotations),
+            escalate_disagreement=int(cfg.escalate_disagreement),
+            agreement_reward=int(cfg.agreement_reward),
+            calibrated=int(cfg.agreement_reward_value == "calibrated"),
+            n_labels=len(run.p.task.labels or []),
+            refresh_every=int(every.pop()),
+            bias=int(arms.ctx.bias),
+            priority_refresh=max(1, int(cfg.priority_refresh)),
+            c_min_units=int(to_units(c_min)),
+            asked_rows=int(arms.asked.rows),
         )
 
     def write_back(self, run: QuorumRun) -> None:
@@ -92,7 +121,7 @@ class LoopState:
 def _ctx(run: QuorumRun) -> tuple:
     """The contexts' tuple of the compiled steps: AskedContexts' arrays, phi, m_t."""
     asked = run.arms.asked
-    return (asked._row, asked._buf, asked._rewarded, run.arms.ctx.phi, run.arms.mask)
+    return (asked.row_of, asked.buffer, asked.rewarded_mask, run.arms.ctx.phi, run.arms.mask)
 
 
 def compiled_settle(run: QuorumRun, fixed: AnswerCodes, items: list[int]) -> None:
@@ -128,13 +157,12 @@ def compiled_refine(run: QuorumRun, fixed: AnswerCodes, n_asked: np.ndarray) -> 
         np.empty((n_max, K)),
     )
     items = (np.empty(T), open_, np.zeros(T), np.zeros(T), np.zeros(T, dtype=np.bool_))
-    ints = np.append(st.ints, arms.asked._n)
     t_explore, cnt = refine_loop(
         st.ans(n_asked), _ctx(run), st.post, st.seen, arms.settled, items, st.money,
-        st.price_u, fixed.prices, st.cfg, ints, run.rng, out,
+        st.price_u, fixed.prices, st.cfg, st.ints, run.rng, out,
     )  # fmt: skip
     # the state the Python loop would have left
-    arms.asked._n = int(cnt[4])
+    arms.asked.rows = int(cnt[4])
     st.write_back(run)
     if t_explore >= 0:
         arms.t_explore = int(t_explore)
@@ -159,7 +187,7 @@ def _answers_so_far(run: QuorumRun, names: list[str], items: np.ndarray):
     order = np.full((T, A), -1, dtype=np.int64)
     n_out = np.zeros(T, dtype=np.int64)
     asked = np.zeros((T, A), dtype=np.bool_)
-    by_item, usable = run.rec.by_item, run.rec._usable
+    by_item, usable = run.rec.by_item, run.rec.usable_by_item
     ids = run.ids
     for t in items.tolist():
         i = ids[t]
