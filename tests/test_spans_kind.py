@@ -240,3 +240,12 @@ def test_the_span_vote_takes_the_label_votes_signature():
     out, agr = vote.vote(outs, lambda a: a == "h")  # as quorum-paper's vote log calls it
     assert out == '[[0,3,"A"]]' and agr == pytest.approx(10 / 12)
     assert vote.weighted(outs, {"h": 1.0, "a": 1.0, "b": 1.0})[0] == "[]"
+
+
+def test_the_bench_runs_span_sets_like_summaries_without_label_only_methods():
+    from quorum.bench.cache import is_summarization
+    from quorum.bench.plan import _supports
+
+    assert is_summarization("span-d2t-eval")
+    assert _supports("quorum", "span-d2t-eval") and _supports("coannotating", "span-d2t-eval")
+    assert not _supports("araida", "span-d2t-eval") and not _supports("sant", "span-d2t-eval")
