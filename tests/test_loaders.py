@@ -34,6 +34,7 @@ FIXED = [
     "summ-zhang23",
     "llmbar",
     "mfrc",
+    "span-d2t-eval",
 ]
 
 

@@ -154,12 +154,13 @@ def dataset_fingerprint(name: str) -> str:
 
 
 def is_summarization(name: str) -> bool:
-    """Whether a dataset name is a summarization set (without loading it)."""
+    """Whether a dataset name is a summarization set, or another set without labels (a
+    span set), without loading it: its seeds and methods are the summaries'."""
     from quorum.data.loaders import resolve
 
     hit = resolve(name)
     if hit is not None:
-        return hit[0].load.__module__.endswith(".summarization")
+        return hit[0].load.__module__.endswith((".summarization", ".spans"))
     return name.lower().startswith("summ")
 
 

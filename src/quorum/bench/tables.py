@@ -147,10 +147,11 @@ def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def metric_col(df: pd.DataFrame) -> pd.Series:
-    """Accuracy, or ROUGE-1 for summaries."""
+    """Accuracy, or ROUGE-1 for summaries, or the row's ``score`` (its kind's headline
+    metric, e.g. span F1)."""
     acc = df["accuracy"] if "accuracy" in df else pd.Series(np.nan, index=df.index)
     if "rouge1" in df:
         acc = acc.where(acc.notna(), df["rouge1"])
-    if "score" in df:  # any other kind's headline score (e.g. multi-label Jaccard)
-        acc = acc.where(acc.notna(), df["score"])
+    if "score" in df:
+        acc = acc.where(acc.notna(), pd.to_numeric(df["score"], errors="coerce"))
     return acc.astype(float)

@@ -11,6 +11,9 @@ Modules:
 - ``parsing``: Turn raw LLM answers into labels, summaries and confidences, or say they are
   unusable.
 - ``registry``: The task kinds by name, and the kind of a task.
+- ``spans``: Span tasks (entities, error spans): an output is a list of typed character spans
+  over the item's text. Encoding, the matching rule, span F1, the weighted span vote, quotes
+  to offsets.
 - ``summarization``: Summarization (a free-text output per item): the embedding-centroid
   aggregation (paper, sec. 3.3), the clipped cosine between two summaries, ROUGE-1.
 """

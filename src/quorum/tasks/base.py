@@ -37,6 +37,7 @@ class TaskType(StrEnum):
     summarization = "summarization"
     pairwise = "pairwise"
     multilabel = "multilabel"
+    spans = "spans"
 
     @property
     def has_labels(self) -> bool:
@@ -136,6 +137,11 @@ class TaskKind(ABC):
     constrained_output: ClassVar[bool] = False
     #: outputs are compared by meaning: their embeddings (``embed_outputs``) are needed
     embeds_outputs: ClassVar[bool] = False
+    #: QUORUM audits with the LLM that gives the most quality at the money left, measured on
+    #: a probe (``routing/quorum/audit/by_value.py``), instead of the panel check and bandit
+    audit_llm_by_value: ClassVar[bool] = False
+    #: standard errors taken off a dearer LLM's probe quality in the audit by value
+    audit_value_z: ClassVar[float] = 0.0
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -196,6 +202,12 @@ class TaskKind(ABC):
         """A stand-in truth for ``quorum plan``'s dry run: the gold where it is an output
         of this kind, else a made-up one."""
         return f"output of item {item_id}"
+
+    def wrong_placeholder(self, truth: str, rng: np.random.Generator) -> str:
+        """A stand-in wrong output for ``quorum plan``'s dry run: another label drawn with
+        ``rng``, else the truth marked wrong."""
+        others = [x for x in self.labels if x != truth]
+        return others[int(rng.integers(len(others)))] if others else f"{truth} (wrong)"
 
     # -- prompts and options -----------------------------------------------------------
     def display_labels(self) -> list[str]:

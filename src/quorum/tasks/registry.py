@@ -10,6 +10,7 @@ from quorum.tasks.base import TaskKind, TaskType
 from quorum.tasks.classification import Classification, MultipleChoice
 from quorum.tasks.multilabel import MultiLabel
 from quorum.tasks.pairwise import Pairwise
+from quorum.tasks.spans import Spans
 from quorum.tasks.summarization import Summarization
 
 #: every kind, by its ``[task] type`` name; a new kind is one class and one entry here
@@ -19,6 +20,7 @@ KINDS: dict[TaskType, type[TaskKind]] = {
     TaskType.summarization: Summarization,
     TaskType.pairwise: Pairwise,
     TaskType.multilabel: MultiLabel,
+    TaskType.spans: Spans,
 }
 
 

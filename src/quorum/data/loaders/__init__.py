@@ -16,6 +16,7 @@ from pathlib import Path
 
 from quorum.data.loaders import classification as _c
 from quorum.data.loaders import pairwise as _p
+from quorum.data.loaders import spans as _sp
 from quorum.data.loaders import summarization as _s
 from quorum.data.loaders import unannotated as _u
 from quorum.data.loaders._common import annotator_scores, rank_prices, unigram_f1
@@ -77,6 +78,7 @@ DATASETS: tuple[DatasetEntry, ...] = (
     DatasetEntry("summ-zhang23", _s.ZHANG_FILE, _s.load_zhang23, summary="writers vs GPT-3"),
     DatasetEntry("llmbar", _p.LLMBAR_FILE, _p.load_llmbar, summary="pairwise, 4 judges x 2 orders"),
     DatasetEntry("mfrc", _c.MFRC_FILE, _c.load_mfrc, summary="multi-label, 7 models, 6 people"),
+    DatasetEntry("span-d2t-eval", _sp.D2T_FILE, _sp.load_span_d2t, summary="error spans, 6 LLMs"),
 )
 _BY_PREFIX = {e.prefix: e for e in DATASETS}
 

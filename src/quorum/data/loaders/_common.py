@@ -249,7 +249,7 @@ def finalize(
             f"dataset {name!r}: no items found in {files} "
             f"({empty_reason or 'the file has no data rows'})"
         )
-    ann, dropped, _ = drop_unusable(annotations, labels)
+    ann, dropped, _ = drop_unusable(annotations, labels if task_type.has_labels else None)
     counts = ann["annotator"].value_counts()
 
     scores, coverage = annotator_scores(task_type, items, ann)

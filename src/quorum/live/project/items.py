@@ -158,7 +158,7 @@ def load_items(cfg: ProjectConfig) -> pd.DataFrame:
         if ic.gold_column not in cols:
             raise ConfigError(f"{where}: gold_column {ic.gold_column!r} not in {cols}")
         out["gold"] = [_label(x) for x in df[ic.gold_column]]
-        labels = set(cfg.task.labels or [])
+        labels = set(cfg.task.labels or []) if cfg.task.type.has_labels else set()
         if labels:
             bad = out.loc[out["gold"].notna() & ~out["gold"].isin(labels)]
             if len(bad):

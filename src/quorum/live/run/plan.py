@@ -128,8 +128,7 @@ class PlanSource:
         elif annotator != self.task.human:
             rng = self._rng(item_id, annotator)
             if rng.random() >= self.accuracy.get(annotator, self.llm_accuracy):
-                others = [x for x in self.labels if x != truth]
-                out = others[int(rng.integers(len(others)))] if others else f"{truth} (wrong)"
+                out = self.task.kind.wrong_placeholder(truth, rng)
         return Outcome(item_id, annotator, out, self.price(annotator))
 
     def annotate_many(self, requests: list[tuple[str, str]]) -> list[Outcome]:

@@ -30,6 +30,7 @@ from enum import Enum
 
 import numpy as np
 
+from quorum.routing.quorum.audit.by_value import value_audit
 from quorum.routing.quorum.audit.one_shot import (
     calibration_errors,
     one_shot_auditor,
@@ -117,6 +118,11 @@ def dollars(run: QuorumRun, plans: Plans | None = None) -> DollarsPath:
         run.budget.remaining, T, sp.c, sp.c_h, cfg.calibration_share, cfg.calibration_budget
     )
     n_probe = probe_size(n_cal, cfg.probe_share) if strategy.probe else n_cal
+    if run.kind.audit_llm_by_value:  # spans: a probe, then the LLM worth most (audit.by_value)
+        probe = calibrate(run, [int(t) for t in run.rng.permutation(T)[:n_probe]])
+        report.dollars_strategy = DollarsPath.AUDIT.value
+        value_audit(run, probe, run.llm_names[int(np.argmin(sp.c))], run.kind.audit_value_z)
+        return DollarsPath.AUDIT
     small = strategy.skip_small_probe and 0 < n_probe < cfg.probe_min
     if small and (cheap := _live_cheapest(run)) is not None:
         report.panel_check = f"skipped: a probe of {n_probe} < probe_min items"
@@ -151,6 +157,13 @@ def auditor(run: QuorumRun, plans: Plans | None = None) -> None:
     B = int(min(run.p.human_budget or 0, T))
     cheap = run.llm_names[int(np.argmin(run.spend.c))]
     order = run.rng.permutation(T)
+    if run.kind.audit_llm_by_value:  # spans: a probe, then the LLM worth most (audit.by_value)
+        sp = run.spend
+        fits = int(B * sp.c_h / max(sp.c_h + float(sp.c.sum()) - sp.c_min, _EPS))
+        n_p = min(probe_size(round(cfg.calibration_share * B), cfg.probe_share), fits, B)
+        probe = calibrate(run, [int(t) for t in order[:n_p]])
+        value_audit(run, probe, cheap, run.kind.audit_value_z)
+        return
     if run.kind.graded and cfg.summary_audit == "random":
         run.report.auditor_order = "random (summary_audit)"
         run.send_split(order.astype(int), B, cheap, "random")

@@ -56,6 +56,8 @@ class RunReport:
     audit_check: dict[str, Any] | None = None
     dollars_audit_plan: str | None = None
     auditor_audit_plan: str | None = None
+    #: the audit by value's LLM, its humans and each LLM's expected quality (audit.by_value)
+    audit_by_value: dict[str, Any] | None = None
     unasked_labels: str | None = None
 
     def as_info(self) -> dict[str, Any]:

@@ -4,6 +4,9 @@ Modules:
 
 - ``auditing``: Auditing: which items of the cheapest LLM most likely are errors, and how many
   humans.
+- ``by_value``: The audit by value: one LLM on every item left, chosen by the quality it is
+  expected to give at the money left, and humans at random on the others (kinds with
+  ``TaskKind.audit_llm_by_value``, e.g. spans).
 - ``label_state``: A QUORUM run's label model: P(y | x, answers) from the human labels bought so
   far.
 - ``one_shot``: The one-shot audit: humans on the cheapest LLM's likeliest errors, ranked once
