@@ -20,7 +20,10 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "quorum"
 
 
 def test_no_module_outside_the_kinds_tests_the_task_type():
-    pattern = re.compile(r"TaskType\.\w+\s*(?:is|==|!=|in)|(?:is|==|!=)\s*TaskType\.|\.summ\b")
+    pattern = re.compile(
+        r"TaskType\.\w+\s*(?:is|==|!=|in)|(?:is|==|!=)\s*TaskType\.|\.summ\b"
+        r"|(?:type|ttype)(?:\.value)?\s*==\s*\"(?:classification|multiple_choice|summarization)\""
+    )
     hits = [
         f"{p.relative_to(SRC)}:{i}"
         for p in SRC.rglob("*.py")

@@ -34,7 +34,7 @@ def demo(
         f"{prep.dataset.n_items} items; LLM panel: {panel}; human: {prep.task.human} "
         f"(${prep.task.human_spec.price:g}); features in {prep.feature_seconds:.1f}s"
     )
-    metric = "rouge1" if prep.task.type.value == "summarization" else "accuracy"
+    metric = prep.task.kind.metric_name
     table = Table(title=f"{dataset}, budget {budget:.0%}, mean over {seeds} seeds")
     for col in ("setting", "method", metric, "MCA", "cost", "limit", "human labels", "LLM calls"):
         table.add_column(col, justify="right")

@@ -14,6 +14,8 @@ from quorum.bench.main_tables import main_stats
 from quorum.bench.runner import BenchRun
 from quorum.bench.tables import SETTINGS, method_name, pct
 from quorum.pages import pyplot as _plt
+from quorum.tasks.base import TaskType
+from quorum.tasks.registry import kind_of
 
 COLORS = {
     "random": "#9e9e9e",
@@ -52,7 +54,8 @@ def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def _ylabel(run: BenchRun, d: str) -> str:
     info = run.info(d) or {}
-    return "ROUGE-1" if info.get("type") == "summarization" else "Accuracy"
+    ttype = info.get("type")
+    return kind_of(ttype).metric_title if ttype in set(TaskType) else "Accuracy"
 
 
 def _grid_axes(plt: Any, n: int, row_height: float) -> tuple[Any, Any, int]:

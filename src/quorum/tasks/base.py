@@ -121,6 +121,10 @@ class TaskKind(ABC):
     metric_name: ClassVar[str]
     metric_label: ClassVar[str]
     metric_short: ClassVar[str]
+    #: the metric's name on a figure's axis
+    metric_title: ClassVar[str] = "Accuracy"
+    #: the Hugging Face ``task_categories`` entry of an export's dataset card
+    hf_task_category: ClassVar[str] = "text-classification"
     #: the bundled prompt template (``quorum/tasks/templates/<name>.txt``)
     template_name: ClassVar[str]
     #: "classified" / "summarized": the confidence prompt's verb

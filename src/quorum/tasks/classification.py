@@ -266,6 +266,7 @@ class MultipleChoice(Classification):
 
     type = TaskType.multiple_choice
     template_name = "multiple_choice"
+    hf_task_category = "multiple-choice"
 
     def options(self, item: ItemView) -> list[str]:
         if item.choices:

@@ -294,6 +294,7 @@ class MultiLabel(TaskKind):
     metric_name = "jaccard"
     metric_label = "jaccard"
     metric_short = "J"
+    metric_title = "Jaccard"
     template_name = "multilabel"
     task_verb = "labelled"
     max_tokens = 96

@@ -432,6 +432,8 @@ class Spans(TaskKind):
     metric_name = "span_f1"
     metric_label = "span_f1"
     metric_short = "spanF1"
+    metric_title = "Span F1"
+    hf_task_category = "token-classification"
     template_name = "spans"
     task_verb = "annotated"
     max_tokens = 512

@@ -116,6 +116,8 @@ class Summarization(TaskKind):
     metric_name = "rouge1"
     metric_label = "rouge1_f"
     metric_short = "R1"
+    metric_title = "ROUGE-1"
+    hf_task_category = "summarization"
     template_name = "summarization"
     task_verb = "summarized"
     max_tokens = 256

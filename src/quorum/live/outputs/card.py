@@ -15,6 +15,7 @@ from quorum.live.outputs.decisions import run_decision_lines
 from quorum.live.outputs.provenance import SOURCES, source_counts
 from quorum.live.outputs.status import QUALITY_KEYS
 from quorum.live.project.config import ProjectConfig
+from quorum.tasks.registry import kind_of
 
 #: the card's last section: the columns and how to load the folder
 _COLUMNS = [
@@ -45,16 +46,9 @@ def dataset_card(cfg: ProjectConfig, frame: pd.DataFrame, st: dict[str, Any]) ->
 
 def _head(cfg: ProjectConfig, n: int, st: dict[str, Any]) -> list[str]:
     """The YAML metadata, the title and what the dataset is."""
-    ttype = cfg.task.type.value
     meta = {
         "pretty_name": cfg.name,
-        "task_categories": [
-            "text-classification"
-            if ttype == "classification"
-            else "multiple-choice"
-            if ttype == "multiple_choice"
-            else "summarization"
-        ],
+        "task_categories": [kind_of(cfg.task.type).hf_task_category],
         "size_categories": [_size(n)],
         "tags": ["quorum", "annotation", "llm-labels"],
     }
