@@ -1,4 +1,9 @@
-"""Task kinds: what differs between one label, a summary, ... lives in one class per kind.
+"""Task kinds: what differs between one label, a summary, a label set, spans or a pair lives in one
+class per kind.
+
+A new kind is one module: a TaskKind subclass (its outputs' parser, aggregator, metric, prompt
+template and human-task shape) and one entry in registry.KINDS (docs/architecture.md, "How to
+add a task kind"). The rest of QUORUM asks ``task.kind`` and never tests the task's type.
 
 Modules:
 
