@@ -111,4 +111,6 @@ def test_status_prints_agreement(tmp_path, shared_data_dir) -> None:
     assert "&lt;b&gt;$x^{$|&lt;/b&gt;" in page and "<b>$x" not in page
     res = CliRunner().invoke(app, ["export", str(path), "-f", "hf", "-o", str(tmp_path / "hf")])
     assert res.exit_code == 0, res.output
-    assert "| <b>$x^{$\\|</b> |" in (tmp_path / "hf" / "README.md").read_text()
+    card = (tmp_path / "hf" / "README.md").read_text()
+    # the card escapes the project's own text (issue 37): no raw HTML, the cell kept whole
+    assert "<b>$x" not in card and "&lt;b&gt;$x^{$" in card

@@ -34,6 +34,7 @@ def load_span_d2t(root: Path, sub: str | None, name: str) -> Dataset:
     items = pd.read_parquet(path)
     answers = pd.read_parquet(answers_path)
     task, items, ann = Spans.folder_task(name, items, answers)
+    items = items.assign(language="en")  # the reports are English
     kinds = {a["name"]: a["kind"] for a in task.get("annotators", [])}
     prices = {a: D2T_PRICES.get(a, 0.10) for a in kinds}
     return finalize(
