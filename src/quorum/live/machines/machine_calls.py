@@ -19,7 +19,7 @@ from quorum.live.machines.calls import MAYBE_BILLED, SENDING, Annotator, Redacto
 from quorum.live.machines.money_guard import LiveStats, MoneyGuard
 from quorum.routing.core.base import Outcome
 from quorum.routing.core.budget import from_units
-from quorum.tasks.base import TaskType
+from quorum.tasks.base import TaskKind, TaskType
 from quorum.tasks.parsing import LabelParser, Parsed, parse_confidence
 from quorum.tasks.registry import kind_of
 
@@ -63,6 +63,11 @@ class MachineCalls:
     _inflight: dict[str, asyncio.Future] = field(default_factory=dict, init=False)
     _sem: asyncio.Semaphore | None = field(default=None, init=False)
     _guard_warned: bool = field(default=False, init=False)
+    _kind: TaskKind = field(init=False)
+
+    def __post_init__(self) -> None:
+        #: the task's kind, which reads an LLM's raw answer (built once, not per call)
+        self._kind = kind_of(self.task_type)
 
     async def execute(
         self, ann: Annotator, req: Request, *, frozen: bool, skip_unpaid: bool
@@ -193,7 +198,7 @@ class MachineCalls:
                 return Parsed("ok", f"{resp.confidence:.6g}", confidence=resp.confidence)
             return parse_confidence(resp.raw)
         text = resp.extra.get("output", resp.raw) if resp.extra else resp.raw
-        p = kind_of(self.task_type).parse(self.parser, text, req.item)
+        p = self._kind.parse(self.parser, text, req.item)
         if p.ok and resp.confidence is not None:
             return Parsed(p.status, p.output, p.reason, confidence=resp.confidence)
         return p
