@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from quorum.data.io import load_folder
-from quorum.routing.quorum.audit.by_value import choose_llm
+from quorum.routing.quorum.audit.by_value import choose_llm, probe_panel
 from quorum.simulate import prepare, simulate_once
 
 
@@ -67,5 +67,21 @@ def test_quorum_audits_spans_with_the_llm_worth_most(tmp_path, setting):
     assert row["span_f1"] > 0.95  # the right LLM labels what the humans do not
     if setting == "auditor":
         assert row["human_labels"] <= row["human_budget"]
+    # the probe never paid the LLM that cannot label the items left
+    probed = res.annotations.loc[res.annotations["phase"] == "calibration", "annotator"]
+    assert "dear" not in set(probed) and {"cheap", "good"} <= set(probed)
     rnd, _ = simulate_once(prep, "random", setting, 0.3, seed=0)
     assert rnd["span_f1"] < 0.6  # Random audits with the cheapest (always wrong) LLM
+
+
+def test_the_probe_asks_only_the_llms_that_could_label_the_rest():
+    prices = np.array([0.05, 0.03, 0.02, 0.01])
+    alive = np.ones(4, dtype=bool)
+    # 400 items, 20 probed, money 12: o3 (19) and claude (11.4) cannot fit beside the probe
+    assert probe_panel(prices, alive, 12.0, 400, 20, 0.1).tolist() == [False, False, True, True]
+    # with more money every LLM fits; the probe's own price counts
+    assert probe_panel(prices, alive, 40.0, 400, 20, 0.1).all()
+    assert not probe_panel(prices, alive, 23.0, 400, 20, 0.1)[0]  # 19 + 20 * 0.21 > 23
+    # the cheapest live LLM is always kept, even when nothing fits; dead LLMs never
+    dead = np.array([True, True, True, False])
+    assert probe_panel(prices, dead, 0.5, 400, 20, 0.1).tolist() == [False, False, True, False]

@@ -146,6 +146,9 @@ class TaskKind(ABC):
     audit_llm_by_value: ClassVar[bool] = False
     #: standard errors taken off a dearer LLM's probe quality in the audit by value
     audit_value_z: ClassVar[float] = 0.0
+    #: the audit by value's probe asks only the LLMs that could label every item left
+    #: (``audit.by_value.probe_panel``); False asks every LLM
+    probe_fitting_llms_only: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -30,7 +30,7 @@ from enum import Enum
 
 import numpy as np
 
-from quorum.routing.quorum.audit.by_value import value_audit
+from quorum.routing.quorum.audit.by_value import probe_panel, value_audit
 from quorum.routing.quorum.audit.one_shot import (
     calibration_errors,
     one_shot_auditor,
@@ -119,7 +119,8 @@ def dollars(run: QuorumRun, plans: Plans | None = None) -> DollarsPath:
     )
     n_probe = probe_size(n_cal, cfg.probe_share) if strategy.probe else n_cal
     if run.kind.audit_llm_by_value:  # spans: a probe, then the LLM worth most (audit.by_value)
-        probe = calibrate(run, [int(t) for t in run.rng.permutation(T)[:n_probe]])
+        items = [int(t) for t in run.rng.permutation(T)[:n_probe]]
+        probe = calibrate(run, items, _value_probe_panel(run, len(items)))
         report.dollars_strategy = DollarsPath.AUDIT.value
         value_audit(run, probe, run.llm_names[int(np.argmin(sp.c))], run.kind.audit_value_z)
         return DollarsPath.AUDIT
@@ -161,7 +162,8 @@ def auditor(run: QuorumRun, plans: Plans | None = None) -> None:
         sp = run.spend
         fits = int(B * sp.c_h / max(sp.c_h + float(sp.c.sum()) - sp.c_min, _EPS))
         n_p = min(probe_size(round(cfg.calibration_share * B), cfg.probe_share), fits, B)
-        probe = calibrate(run, [int(t) for t in order[:n_p]])
+        items = [int(t) for t in order[:n_p]]
+        probe = calibrate(run, items, _value_probe_panel(run, len(items)))
         value_audit(run, probe, cheap, run.kind.audit_value_z)
         return
     if run.kind.graded and cfg.summary_audit == "random":
@@ -185,10 +187,22 @@ def auditor(run: QuorumRun, plans: Plans | None = None) -> None:
 
 
 # ------------------------------------------------------------------ the steps
-def calibrate(run: QuorumRun, cal: list[int]) -> list[int]:
-    """Human label and every LLM's answer on the items ``cal``; rewards to the posteriors."""
+def _value_probe_panel(run: QuorumRun, n_probe: int) -> list[str] | None:
+    """The LLMs the audit by value probes (:func:`~quorum.routing.quorum.audit.by_value.probe_panel`
+    when ``TaskKind.probe_fitting_llms_only``, else every LLM: None)."""
+    if not run.kind.probe_fitting_llms_only:
+        return None
+    sp = run.spend
+    alive = np.array([sp.alive(k) for k in range(run.K)], dtype=bool)
+    keep = probe_panel(sp.c, alive, run.budget.remaining, run.T, n_probe, sp.c_h)
+    return [a for a, k in zip(run.llm_names, keep, strict=True) if k]
+
+
+def calibrate(run: QuorumRun, cal: list[int], llms: list[str] | None = None) -> list[int]:
+    """Human label and every LLM's answer (or those of ``llms``) on the items ``cal``;
+    rewards to the posteriors."""
     arms, ids = run.arms, run.ids
-    panel = [run.human, *run.llm_names]
+    panel = [run.human, *(run.llm_names if llms is None else llms)]
     X = arms.unasked_contexts(cal, 1.0, 0.0)  # b_t = 1, p_t = 0, no LLM in m_t
     for t, x in zip(cal, X, strict=True):
         for a in panel:

@@ -20,7 +20,44 @@ import numpy as np
 from quorum.routing.quorum.audit.auditing import audit_human_count
 from quorum.routing.quorum.run import QuorumRun
 
-__all__ = ["choose_llm", "probe_accuracy", "value_audit"]
+__all__ = ["choose_llm", "probe_accuracy", "probe_panel", "value_audit"]
+
+
+def probe_panel(
+    prices: np.ndarray,
+    alive: np.ndarray,
+    money: float,
+    n_items: int,
+    n_probe: int,
+    c_h: float,
+) -> np.ndarray:
+    """Which LLMs the probe asks: those that could still label every item left after it.
+
+    An LLM a whose answers on the N - n_p items left cost more than the money the probe
+    leaves, c_a (N - n_p) > M - n_p (c_H + sum of the probed c), can never be chosen by
+    :func:`choose_llm`, so paying it on the probe only takes money from the humans. The
+    LLMs that fit are a prefix of the live ones by price (a dearer LLM is harder to fit and
+    makes the probe dearer): the longest prefix whose dearest LLM fits beside a probe of
+    the prefix. The cheapest live LLM is always kept (it is the fallback). Ours, not the
+    paper's (docs/router.md, "Span tasks").
+
+    >>> probe_panel(np.array([0.05, 0.03, 0.02, 0.01]), np.ones(4, bool), 12.0, 400, 20, 0.1)
+    array([False, False,  True,  True])
+    """
+    live = np.flatnonzero(np.asarray(alive, dtype=bool))
+    keep = np.zeros(len(prices), dtype=bool)
+    if not len(live):
+        return keep
+    by_price = sorted(live, key=lambda k: prices[k])
+    keep[by_price[0]] = True
+    left = n_items - n_probe
+    for j in range(1, len(by_price)):
+        prefix = by_price[: j + 1]
+        after = money - n_probe * (c_h + float(prices[prefix].sum()))
+        if prices[by_price[j]] * left > after + 1e-9:
+            break
+        keep[by_price[j]] = True
+    return keep
 
 
 def probe_accuracy(
