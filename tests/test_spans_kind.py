@@ -242,10 +242,19 @@ def test_the_span_vote_takes_the_label_votes_signature():
     assert vote.weighted(outs, {"h": 1.0, "a": 1.0, "b": 1.0})[0] == "[]"
 
 
-def test_the_bench_runs_span_sets_like_summaries_without_label_only_methods():
-    from quorum.bench.cache import is_summarization
-    from quorum.bench.plan import _supports
+def test_the_bench_plans_each_dataset_by_its_kind():
+    from quorum.bench.cache import dataset_kind
+    from quorum.bench.plan import _seeds, _supports
+    from quorum.tasks.base import TaskType
 
-    assert is_summarization("span-d2t-eval")
+    assert dataset_kind("span-d2t-eval").bench_few_seeds  # seeds as for summaries
     assert _supports("quorum", "span-d2t-eval") and _supports("coannotating", "span-d2t-eval")
     assert not _supports("araida", "span-d2t-eval") and not _supports("sant", "span-d2t-eval")
+    # multi-label is not a label per item: the label-only baselines are not planned on it
+    assert dataset_kind("mfrc").type is TaskType.multilabel
+    assert _supports("random", "mfrc") and not _supports("araida", "mfrc")
+    # pairwise verdicts are labels: every method runs, with the labels' seeds
+    assert dataset_kind("llmbar").type is TaskType.pairwise and _supports("araida", "llmbar")
+    cfg = type("Section", (), {"seeds": 5, "summarization_seeds": 2})()
+    assert len(_seeds(cfg, "llmbar")) == 5 and len(_seeds(cfg, "summ-goyal22")) == 2
+    assert dataset_kind("mmlu-redux").type is TaskType.multiple_choice

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from quorum.tasks.base import TaskKind, TaskType
+
 _PKG = Path(__file__).resolve().parents[1]  # src/quorum
 
 #: files every run depends on besides its router's imports (relative to src/quorum):
@@ -153,15 +155,25 @@ def dataset_fingerprint(name: str) -> str:
     return f"{prefix}:{hash_files(files, folder)}"
 
 
-def is_summarization(name: str) -> bool:
-    """Whether a dataset name is a summarization set, or another set without labels (a
-    span set), without loading it: its seeds and methods are the summaries'."""
+@cache
+def dataset_kind(name: str) -> type[TaskKind]:
+    """The kind of a named dataset's task (its loader entry says it) or of a folder (its
+    task.toml, else its columns), without loading its items; classification otherwise."""
     from quorum.data.loaders import resolve
+    from quorum.tasks.registry import KINDS
 
     hit = resolve(name)
     if hit is not None:
-        return hit[0].load.__module__.endswith((".summarization", ".spans"))
-    return name.lower().startswith("summ")
+        return KINDS[hit[0].kind]
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        from quorum.data.io import load_folder
+
+        try:
+            return type(load_folder(folder).task.kind)
+        except Exception:  # the run itself reports a folder it cannot read
+            pass
+    return KINDS[TaskType.classification]
 
 
 def digest(payload: Any) -> str:

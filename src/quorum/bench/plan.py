@@ -15,8 +15,8 @@ from quorum.bench.cache import (
     ROW_VERSION,
     code_version,
     dataset_fingerprint,
+    dataset_kind,
     digest,
-    is_summarization,
 )
 from quorum.bench.config import BenchConfig, router_defaults, seed_list
 from quorum.data.schema import GOLD_HUMAN
@@ -132,15 +132,13 @@ class Plan:
 
 
 def _supports(method: str, dataset: str) -> bool:
-    if not is_summarization(dataset):
-        return True
     from quorum.methods import get_router_class
 
-    return bool(get_router_class(method).supports_summarization)
+    return bool(get_router_class(method).supports(dataset_kind(dataset)))  # type: ignore[arg-type]
 
 
 def _seeds(cfg_section: Any, dataset: str) -> list[int]:
-    if is_summarization(dataset) and hasattr(cfg_section, "summarization_seeds"):
+    if dataset_kind(dataset).bench_few_seeds and hasattr(cfg_section, "summarization_seeds"):
         return seed_list(cfg_section.summarization_seeds)
     return seed_list(cfg_section.seeds)
 

@@ -50,9 +50,9 @@ def timing_key(dataset: str, sample: int) -> str:
 
 def _size_hint(dataset: str, infos: JsonlStore, human: str) -> float:
     """Rough cost of one run: items (or data-file kB), x5 for summaries."""
-    from quorum.bench.cache import is_summarization
+    from quorum.bench.cache import dataset_kind
 
-    factor = 5.0 if is_summarization(dataset) else 1.0
+    factor = 5.0 if dataset_kind(dataset).bench_few_seeds else 1.0
     info = infos.get(group_key(dataset, human))
     if info:
         return info["n_items"] * factor

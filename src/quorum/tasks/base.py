@@ -146,6 +146,9 @@ class TaskKind(ABC):
     audit_llm_by_value: ClassVar[bool] = False
     #: standard errors taken off a dearer LLM's probe quality in the audit by value
     audit_value_z: ClassVar[float] = 0.0
+    #: the bench gives it ``summarization_seeds`` (fewer seeds) and a 5x cost hint: its runs
+    #: compare outputs as texts and are slow (summaries, spans)
+    bench_few_seeds: ClassVar[bool] = False
     #: the audit by value's probe asks only the LLMs that could label every item left
     #: (``audit.by_value.probe_panel``); False asks every LLM
     probe_fitting_llms_only: ClassVar[bool] = True

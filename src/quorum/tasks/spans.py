@@ -429,6 +429,7 @@ class Spans(TaskKind):
     discrete = False
     graded = True
     reference_column = "gold"
+    bench_few_seeds = True
     metric_name = "span_f1"
     metric_label = "span_f1"
     metric_short = "spanF1"

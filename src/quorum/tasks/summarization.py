@@ -113,6 +113,7 @@ class Summarization(TaskKind):
     discrete = False
     graded = True
     reference_column = "reference"
+    bench_few_seeds = True
     metric_name = "rouge1"
     metric_label = "rouge1_f"
     metric_short = "R1"

@@ -21,7 +21,7 @@ from quorum.data.loaders import summarization as _s
 from quorum.data.loaders import unannotated as _u
 from quorum.data.loaders._common import annotator_scores, rank_prices, unigram_f1
 from quorum.data.paths import data_dir as _default_data_dir
-from quorum.data.schema import Dataset
+from quorum.data.schema import Dataset, TaskType
 from quorum.errors import DatasetNotFoundError, DataValidationError
 
 __all__ = [
@@ -46,6 +46,8 @@ class DatasetEntry:
     load: Loader
     subs: Callable[[Path], list[str]] | tuple[str, ...] | None = None
     summary: str = ""
+    #: the kind of its task, known without loading it (the bench plans by it)
+    kind: TaskType = TaskType.classification
 
     def sub_names(self, root: Path) -> list[str] | None:
         if self.subs is None:
@@ -54,7 +56,13 @@ class DatasetEntry:
 
 
 DATASETS: tuple[DatasetEntry, ...] = (
-    DatasetEntry("mmlu-redux", _c.MMLU_FILE, _c.load_mmlu_redux, summary="MMLU-Redux + HELM"),
+    DatasetEntry(
+        "mmlu-redux",
+        _c.MMLU_FILE,
+        _c.load_mmlu_redux,
+        summary="MMLU-Redux + HELM",
+        kind=TaskType.multiple_choice,
+    ),
     DatasetEntry(
         "llms-for-css", _c.CSS_FILE, _c.load_llms_for_css, _c.css_tasks, "Ziems et al. 2023"
     ),
@@ -69,16 +77,69 @@ DATASETS: tuple[DatasetEntry, ...] = (
     ),
     DatasetEntry("ag-news", _u.AG_NEWS_FILE, _u.load_ag_news, summary="no annotators"),
     DatasetEntry("sst2", _u.SST2_FILE, _u.load_sst2, summary="no annotators"),
-    DatasetEntry("jmmlu", _u.JMMLU_FILE, _u.load_jmmlu, summary="no annotators"),
     DatasetEntry(
-        "summ-goyal22", _s.GOYAL_FILE, _s.load_goyal22, _s.goyal_sources, "Goyal et al. 2022"
+        "jmmlu",
+        _u.JMMLU_FILE,
+        _u.load_jmmlu,
+        summary="no annotators",
+        kind=TaskType.multiple_choice,
     ),
-    DatasetEntry("summ-selfrec-cnndm", _s.SELFREC_FILE, _s.load_selfrec, summary="4 LLMs"),
-    DatasetEntry("summ-summeval", _s.SUMMEVAL_FILE, _s.load_summeval, summary="12 systems"),
-    DatasetEntry("summ-zhang23", _s.ZHANG_FILE, _s.load_zhang23, summary="writers vs GPT-3"),
-    DatasetEntry("llmbar", _p.LLMBAR_FILE, _p.load_llmbar, summary="pairwise, 4 judges x 2 orders"),
-    DatasetEntry("mfrc", _c.MFRC_FILE, _c.load_mfrc, summary="multi-label, 7 models, 6 people"),
-    DatasetEntry("span-d2t-eval", _sp.D2T_FILE, _sp.load_span_d2t, summary="error spans, 6 LLMs"),
+    DatasetEntry(
+        "summ-goyal22",
+        _s.GOYAL_FILE,
+        _s.load_goyal22,
+        _s.goyal_sources,
+        "Goyal et al. 2022",
+        TaskType.summarization,
+    ),
+    DatasetEntry(
+        "summ-selfrec-cnndm",
+        _s.SELFREC_FILE,
+        _s.load_selfrec,
+        None,
+        "4 LLMs",
+        TaskType.summarization,
+    ),
+    DatasetEntry(
+        "summ-summeval",
+        _s.SUMMEVAL_FILE,
+        _s.load_summeval,
+        None,
+        "12 systems",
+        TaskType.summarization,
+    ),
+    DatasetEntry(
+        "summ-zhang23",
+        _s.ZHANG_FILE,
+        _s.load_zhang23,
+        None,
+        "writers vs GPT-3",
+        TaskType.summarization,
+    ),
+    DatasetEntry(
+        "llmbar",
+        _p.LLMBAR_FILE,
+        _p.load_llmbar,
+        None,
+        "pairwise, 4 judges x 2 orders",
+        TaskType.pairwise,
+    ),
+    DatasetEntry(
+        "mfrc",
+        _c.MFRC_FILE,
+        _c.load_mfrc,
+        None,
+        "multi-label, 7 models, 6 people",
+        TaskType.multilabel,
+    ),
+    DatasetEntry(
+        "span-d2t-eval",
+        _sp.D2T_FILE,
+        _sp.load_span_d2t,
+        None,
+        "error spans, 6 LLMs",
+        TaskType.spans,
+    ),
 )
 _BY_PREFIX = {e.prefix: e for e in DATASETS}
 
