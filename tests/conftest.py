@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from live_servers.reply_endpoint import endpoint  # noqa: F401 (a fixture for every test file)
 from quorum.data.paths import candidate_data_dirs, data_dir
 from quorum.data.schema import AnnotatorSpec, Dataset, TaskSpec
 

@@ -9,63 +9,14 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import sqlite3
-import threading
 from pathlib import Path
 
-import pytest
-
 from live_servers.fixtures import write_project
+from live_servers.reply_endpoint import answer as _answer
 from quorum.live.project.config import load_project
 from quorum.live.run.runner import annotate
-
-
-class Endpoint:
-    """An OpenAI-compatible chat server in a thread whose reply ``reply(body)`` makes."""
-
-    def __init__(self, reply) -> None:
-        self.bodies: list[dict] = []
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                data = json.dumps({"data": [{"id": "m", "owned_by": "someone"}]}).encode()
-                self._send(data)
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.bodies.append(body)
-                self._send(json.dumps(reply(body)).encode())
-
-            def _send(self, data: bytes) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.api_base = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def _answer(text: str, pt: int = 20, ct: int = 2) -> dict:
-    return {
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
-        "usage": {"prompt_tokens": pt, "completion_tokens": ct},
-    }
 
 
 def _project(folder: Path, api_base: str, texts: list[str], **llm) -> Path:
@@ -106,19 +57,6 @@ def _attempts(folder: Path) -> list[str]:
         return [r[0] for r in con.execute("SELECT outcome FROM attempts")]
     finally:
         con.close()
-
-
-@pytest.fixture
-def endpoint():
-    made: list[Endpoint] = []
-
-    def make(reply) -> Endpoint:
-        made.append(Endpoint(reply))
-        return made[-1]
-
-    yield make
-    for e in made:
-        e.close()
 
 
 def test_empty_choices_is_a_failed_try_at_no_cost(tmp_path, endpoint) -> None:

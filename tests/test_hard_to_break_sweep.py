@@ -15,12 +15,12 @@ import pytest
 
 import quorum
 from live_servers.fixtures import write_project
+from live_servers.reply_endpoint import answer as _answer
 from quorum.errors import DataValidationError, QuorumError
 from quorum.live.machines.openai_http import reply_fields
 from quorum.live.project.config import load_project
 from quorum.live.project.items import load_items
 from quorum.live.run.runner import annotate
-from test_hard_to_break_replies import Endpoint, _answer
 
 KW = {"name": "kw", "kind": "model", "model": "live_servers.models:keyword_sentiment",
       "price": 0.001}  # fmt: skip
@@ -56,19 +56,6 @@ def _calls(folder: Path) -> list[dict]:
         return [dict(r) for r in con.execute("SELECT * FROM calls")]
     finally:
         con.close()
-
-
-@pytest.fixture
-def endpoint():
-    made: list[Endpoint] = []
-
-    def make(reply) -> Endpoint:
-        made.append(Endpoint(reply))
-        return made[-1]
-
-    yield make
-    for e in made:
-        e.close()
 
 
 # -- project file ---------------------------------------------------------------------------
