@@ -28,7 +28,13 @@ def cells(out: str) -> pd.DataFrame:
     runs = pd.read_csv(Path(out) / "runs.csv")
     runs = runs[(runs["status"] == "ok") & (runs["variant"] == "ours")]
     runs = runs[runs["params"].fillna("{}") == "{}"]
-    runs = runs.assign(value=runs["accuracy"].fillna(runs["rouge1"]))
+    # the kind's headline score; older runs.csv files have accuracy / rouge1 columns only
+    if "score" in runs:
+        value = runs["score"]
+    else:
+        value = runs.get("accuracy", pd.Series(float("nan"), index=runs.index))
+        value = value.fillna(runs.get("rouge1", pd.Series(float("nan"), index=runs.index)))
+    runs = runs.assign(value=value)
     return runs[[*CELL, "seed", "value", "cost"]].drop_duplicates([*CELL, "seed"])
 
 

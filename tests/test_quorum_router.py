@@ -470,6 +470,37 @@ def test_summaries_audit_a_random_sample_without_asking_the_llm_there(setting):
     assert (cal["phase"] == "calibration").any()
 
 
+@pytest.mark.parametrize("setting", ["auditor", "dollars"])
+def test_summaries_audit_the_longest_sources_first(setting):
+    from baselines_fakes import auditor_budget, source_of
+    from baselines_fakes import make_problem as make_fake_problem
+
+    ds, n_h = _summaries(), 30
+    prob = make_fake_problem(ds, setting, human_budget=n_h if setting == "auditor" else None)
+    lengths = np.random.default_rng(3).permutation(ds.n_items) * 10 + 50
+    prob.text_lengths = lengths
+
+    def route(seed: int = 0, **params):
+        router, src = QuorumRouter(**params), source_of(ds, True)
+        if setting == "auditor":
+            budget = auditor_budget(prob, router, src, n_h)
+        else:
+            budget = Budget(n_h * 0.1 + (ds.n_items - n_h) * 0.01)
+        return router.route(prob, src, budget, seed=seed)
+
+    res = route(summary_audit="longest")
+    assert res.info["auditor_order"] == "longest sources first (summary_audit)"
+    longest = set(prob.item_ids[np.argsort(-lengths)[:n_h]])
+    humans = set(res.labels.loc[res.labels["human"], "item_id"])
+    assert humans == longest and res.human_labels == n_h
+    # "random" (the default) keeps the random sample
+    rnd = route()
+    assert set(rnd.labels.loc[rnd.labels["human"], "item_id"]) != longest
+    # without the texts' lengths (a problem built by hand) the order stays random
+    prob.text_lengths = None
+    assert route(summary_audit="longest").info["auditor_order"] == "random (summary_audit)"
+
+
 def test_the_probe_is_a_random_sample_unless_asked_for_the_uncertainty_order():
     ds = make_dataset(300, acc=(0.30, 0.34, 0.36))
 

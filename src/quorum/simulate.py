@@ -153,6 +153,13 @@ def check_fraction(setting: str, fraction: float) -> None:
         )
 
 
+def text_lengths(items: pd.DataFrame) -> np.ndarray | None:
+    """Characters of each item's text (None without a text column)."""
+    if "text" not in items:
+        return None
+    return items["text"].fillna("").astype(str).str.len().to_numpy(dtype=np.int64)
+
+
 def make_problem(
     prep: Prepared, setting: str, fraction: float, router: Router | None = None
 ) -> tuple[RoutingProblem, Budget]:
@@ -170,6 +177,7 @@ def make_problem(
         setting=setting,  # type: ignore[arg-type]
         feature_names=prep.feature_names,
         raw_features=prep.raw_features,
+        text_lengths=text_lengths(prep.dataset.items),
     )
     c_min = min((a.price for a in task.llms), default=0.0)
     extra = 0.0

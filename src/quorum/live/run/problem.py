@@ -187,4 +187,5 @@ def build_problem(
         embeddings=emb,
         setting=cfg.budget.setting,
         human_budget=cfg.budget.human_limit,
+        text_lengths=np.array([len(str(t)) for t in texts], dtype=np.int64),
     )

@@ -99,6 +99,9 @@ class RoutingProblem:
     #: the same features before normalisation (T x m, NaN where undefined), for routers
     #: that scale them their own way (``quorum-paper``); None when not computed
     raw_features: np.ndarray | None = None
+    #: characters of each item's text (for a summary, its source), None when unknown; the
+    #: summary audit's ``longest`` order reads it
+    text_lengths: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.item_ids = np.asarray(self.item_ids, dtype=object).astype(str)

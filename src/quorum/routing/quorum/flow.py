@@ -35,6 +35,7 @@ from quorum.routing.quorum.audit.one_shot import (
     calibration_errors,
     one_shot_auditor,
     one_shot_dollars,
+    summary_order,
 )
 from quorum.routing.quorum.audit.plans import AuditPlan, audit, audit_plan
 from quorum.routing.quorum.calibration import (
@@ -166,9 +167,9 @@ def auditor(run: QuorumRun, plans: Plans | None = None) -> None:
         probe = calibrate(run, items, _value_probe_panel(run, len(items)))
         value_audit(run, probe, cheap, run.kind.audit_value_z)
         return
-    if run.kind.graded and cfg.summary_audit == "random":
-        run.report.auditor_order = "random (summary_audit)"
-        run.send_split(order.astype(int), B, cheap, "random")
+    if run.kind.graded and cfg.summary_audit != "calibrated":
+        mode = "longest" if cfg.summary_audit == "longest" else "random"
+        run.send_split(summary_order(run, order).astype(int), B, cheap, mode)
         return
     n_cal = min(round(cfg.calibration_share * B), B)
     cal = [int(t) for t in order[:n_cal]]

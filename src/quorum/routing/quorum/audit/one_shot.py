@@ -17,7 +17,37 @@ from quorum.routing.quorum.audit.auditing import (
 )
 from quorum.routing.quorum.run import QuorumRun
 
-__all__ = ["calibration_errors", "error_ranked", "one_shot_auditor", "one_shot_dollars"]
+__all__ = [
+    "calibration_errors",
+    "error_ranked",
+    "longest_first",
+    "one_shot_auditor",
+    "one_shot_dollars",
+    "summary_order",
+]
+
+
+def longest_first(order: np.ndarray, lengths: np.ndarray | None) -> np.ndarray:
+    """``order`` with the longest texts first (ties keep ``order``'s random order); as
+    given when the lengths are unknown.
+
+    >>> longest_first(np.array([2, 0, 1, 3]), np.array([5, 9, 5, 1])).tolist()
+    [1, 2, 0, 3]
+    """
+    if lengths is None:
+        return order
+    return order[np.argsort(-np.asarray(lengths)[order], kind="stable")]
+
+
+def summary_order(run: QuorumRun, order: np.ndarray) -> np.ndarray:
+    """The items a summary audit gives the humans first (``summary_audit``): "longest",
+    the longest sources (an LLM's summary of a long source is further from the human's,
+    docs/router.md); "random", ``order`` as it is."""
+    if run.cfg.summary_audit == "longest" and run.p.text_lengths is not None:
+        run.report.auditor_order = "longest sources first (summary_audit)"
+        return longest_first(order, run.p.text_lengths)
+    run.report.auditor_order = "random (summary_audit)"
+    return order
 
 
 def calibration_errors(run: QuorumRun, cal: list[int], cheap: str) -> tuple[list[int], list[int]]:
@@ -69,8 +99,8 @@ def one_shot_dollars(run: QuorumRun, cal: list[int], rest: np.ndarray, cheap: st
         run.budget.humans_left,
     )
     judged, errs = calibration_errors(run, cal, cheap)
-    if run.kind.graded and run.cfg.summary_audit == "random":
-        run.report.auditor_order = "random (summary_audit)"
+    if run.kind.graded and run.cfg.summary_audit != "calibrated":
+        rest = summary_order(run, rest)
     else:
         rest = error_ranked(run, rest, judged, errs)
     # the trace keeps x_t and q_a(x_t) as in bandit routing (for the dashboard)
