@@ -33,6 +33,7 @@ from quorum.live.outputs.report import render_page, report_data
 from quorum.live.outputs.status import status
 from quorum.live.project.config import load_project
 from quorum.live.project.items import item_views, load_items
+from quorum.live.run.plan import plan
 from quorum.live.run.problem import build_arms, make_parser
 from quorum.live.run.runner import annotate
 from quorum.live.run.source import LiveSource
@@ -146,6 +147,8 @@ def test_swap_judges_end_to_end(tmp_path) -> None:
     assert json.loads(row["swap_verdicts"]) == frame.loc[row["item_id"], "swap_verdicts"]
     page = render_page(cfg, report_data(cfg))
     assert "Pairwise judges asked in both orders" in page and "first shown wins" in page
+    # `quorum plan` prices a swap judge as its two calls
+    assert plan(cfg).prices == {"longer": 0.02, "biased": 0.01, "gold": 0.1}
     # a second run finds every call in the ledger: nothing is made or paid again
     before = len(_sql(cfg, "SELECT * FROM calls"))
     again = annotate(cfg, quiet=True)
@@ -316,6 +319,9 @@ def test_people_see_the_pair_side_by_side(tmp_path) -> None:
     data = task_data(HumanTask(item, "Which?", kind.human_options(item)), 1, True, kind)
     assert (data["text"], data["output_1"], data["output_2"]) == ("Say hi", "hi", "$bye")
     assert (data["name_1"], data["name_2"]) == ("Output (1)", "Output (2)")
+    named = kind_of("pairwise", ["1", "2"], {"1": "Response A", "2": "Response B"})
+    data = task_data(HumanTask(item, "", named.human_options(item)), 2, False, named)
+    assert (data["name_1"], data["name_2"]) == ("Response A", "Response B")  # the options
     # a Choices answer, and a <Pairwise> tag's (a page edited to use it), read back
     unshown = str
     assert kind.labelstudio_raw({"from_name": "preference", "value": {"choices": ["Output (2)"]}},

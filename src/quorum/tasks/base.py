@@ -251,9 +251,9 @@ class TaskKind(ABC):
         default): e.g. a pairwise item's two outputs side by side."""
         return ""
 
-    def labelstudio_data(self, item: ItemView) -> dict[str, Any]:
-        """Task data the kind's objects show (``$name``), besides the item's text; a key
-        ``text`` replaces what the ``$text`` tag shows."""
+    def labelstudio_data(self, item: ItemView, options: Sequence[str]) -> dict[str, Any]:
+        """Task data the kind's objects show (``$name``), besides the item's text and the
+        ``options`` a person picks from; a key ``text`` replaces what ``$text`` shows."""
         return {}
 
     @abstractmethod

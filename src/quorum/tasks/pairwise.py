@@ -19,6 +19,11 @@ rule (``swap_rule``):
 * ``"tie"``: an inconsistent pair is the answer "tie" (only where the task has that label);
 * ``"first"``: the first order's verdict (position bias kept; for comparison).
 
+Live (docs/live.md, "Pairwise judgements"): a project reads each pair's parts from their
+columns (:meth:`Pairwise.live_items`), a machine annotator with ``swap = true`` makes the
+second call on :meth:`Pairwise.swapped_view` (:mod:`quorum.live.machines.swap`), and people
+see the two outputs side by side (:meth:`Pairwise.labelstudio_objects`).
+
 On the 419 LLMBar pairs an inconsistent pair is right half of the time by construction
 (one of its two verdicts is right), so it carries no vote; GPT-4's consistent verdicts are
 87% right against 83% for its first-order verdicts.
@@ -483,15 +488,17 @@ class Pairwise(Classification):
             + "  </View>\n"
         )
 
-    def labelstudio_data(self, item: ItemView) -> dict[str, Any]:
-        """The instruction as the page's text, the two outputs and their answers' names."""
+    def labelstudio_data(self, item: ItemView, options: Sequence[str]) -> dict[str, Any]:
+        """The instruction as the page's text, the two outputs, each headed by the option
+        that chooses it."""
         ins, a, b = (item.field(f) for f in PAIR_FIELDS)
+        names = [*options, "", ""] if len(options) >= 2 else self.display_labels()
         return {
             "text": ins if ins is not None else item.text,
             "output_1": a or "",
             "output_2": b or "",
-            "name_1": self.label_names.get(FIRST, FIRST),
-            "name_2": self.label_names.get(SECOND, SECOND),
+            "name_1": names[0],
+            "name_2": names[1],
         }
 
     def labelstudio_raw(

@@ -74,5 +74,5 @@ def task_data(task: HumanTask, priority: int, instructions: bool, kind: TaskKind
         data["instructions"] = task.instructions
     if kind.people_choose:
         data["options"] = [{"value": shown(c)} for c in task.choices]
-    data.update(kind.labelstudio_data(task.item))
+    data.update(kind.labelstudio_data(task.item, task.choices))
     return data
