@@ -29,7 +29,7 @@ from quorum.live.machines.swap import SwapAnnotator
 from quorum.live.outputs.export import export_frame
 from quorum.live.outputs.files import export
 from quorum.live.outputs.hf import hf_dataset
-from quorum.live.outputs.report import render_page, report_data
+from quorum.live.outputs.sections import models_section
 from quorum.live.outputs.status import status
 from quorum.live.project.config import load_project
 from quorum.live.project.items import item_views, load_items
@@ -145,8 +145,9 @@ def test_swap_judges_end_to_end(tmp_path) -> None:
     assert {"instruction", "output_1", "output_2", "swap_verdicts"} <= set(ds.column_names)
     row = ds[[r["item_id"] for r in ds].index(pairs["item_id"].iloc[0])]
     assert json.loads(row["swap_verdicts"]) == frame.loc[row["item_id"], "swap_verdicts"]
-    page = render_page(cfg, report_data(cfg))
-    assert "Pairwise judges asked in both orders" in page and "first shown wins" in page
+    body = models_section(cfg, st)["body"]  # the report page's section of the models
+    assert "Pairwise judges asked in both orders" in body and "first shown wins" in body
+    assert f"<td>{lj['pairs']}</td>" in body
     # `quorum plan` prices a swap judge as its two calls
     assert plan(cfg).prices == {"longer": 0.02, "biased": 0.01, "gold": 0.1}
     # a second run finds every call in the ledger: nothing is made or paid again
