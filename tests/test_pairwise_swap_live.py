@@ -199,6 +199,19 @@ def test_both_calls_are_held_before_the_first_leaves(tmp_path) -> None:
         out = src.annotate("p1", "longer")
         assert out.status == "ok" and out.cost == pytest.approx(0.02)
         assert float(src.ledger.money()["paid"]) == pytest.approx(0.02)
+        # paid answers handed to the router before it plans (``given_calls``): one outcome
+        # a pair, at both calls' cost; a pair with one order paid is an answer without a vote
+        src.guard.limit_u = to_units(0.03)
+        first3, _ = ann.orders(src.items["p3"])
+        src._loop.run(src.calls.execute(ann, first3, frozen=False, skip_unpaid=False))
+        ids = _sql(cfg, "SELECT call_id FROM calls WHERE annotator='longer' AND status='ok'")
+        src.ledger.give_calls(ids["call_id"].tolist())
+        prior = {o.item_id: o for o in src.prior_outcomes()}
+        assert set(prior) == {"p1", "p3"}
+        assert prior["p1"].status == "ok" and prior["p1"].cost == pytest.approx(0.02)
+        assert prior["p1"].output == out.output
+        assert (prior["p3"].status, prior["p3"].output) == ("unparseable", None)
+        assert prior["p3"].cost == pytest.approx(0.01)
         # the first order fails: the second is not made, nothing stays held
         src.guard.limit_u = to_units(1.0)
         out = src.annotate("p2", "crash")
