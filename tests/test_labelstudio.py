@@ -72,7 +72,7 @@ def test_label_config_holds_no_project_text() -> None:
         cfg = label_config(tt, instructions=True)
         assert '<Text name="text" value="$text"/>' in cfg
         assert '<Header value="$instructions"/>' in cfg
-        assert "Header" not in label_config(tt, instructions=False)
+        assert "$instructions" not in label_config(tt, instructions=False)
     assert 'value="$options"' in label_config(TaskType.classification)
     assert "<TextArea" in label_config(TaskType.summarization)
     # `$name` in an option would be read as a data reference: a word joiner keeps it as text

@@ -1,7 +1,7 @@
 """The pairwise kind against the real llama.cpp SmolLM2 server: a judge asked in both orders
 (the second call with the outputs exchanged, mapped back), every answer parseable under the
-grammar, each pair's consistency recorded. (The router's live swap is not built yet:
-docs/router.md, "Pairwise judgements".)"""
+grammar, each pair's consistency recorded. (A project's judges with ``swap = true``:
+tests/test_pairwise_swap_live.py and tests/test_pairwise_labelstudio.py.)"""
 
 from __future__ import annotations
 

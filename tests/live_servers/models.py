@@ -18,3 +18,22 @@ def named_sentiment(text: str) -> tuple[str, float]:
 
 def broken(text: str) -> str:
     raise RuntimeError("model crashed")
+
+
+# -- pairwise judges (a pair's text is quorum.tasks.pairwise.pair_text) -------------------
+def _outputs(text: str) -> tuple[str, str]:
+    """The two outputs of a pair's text."""
+    rest = text.split("\n\nOutput (1):\n", 1)[-1]
+    a, _, b = rest.partition("\n\nOutput (2):\n")
+    return a, b
+
+
+def longer_output(text: str) -> str:
+    """Prefers the longer output, whichever place it is shown in (consistent)."""
+    a, b = _outputs(text)
+    return "1" if len(a) >= len(b) else "2"
+
+
+def first_shown(text: str) -> str:
+    """Always prefers the output shown first (position bias: never consistent)."""
+    return "Output (1)"

@@ -66,6 +66,10 @@ def _print_people(con: Console, st: dict[str, Any]) -> None:
             )
     for line in agreement_lines(st["agreement"]):
         con.print(line, markup=False, highlight=False)
+    from quorum.live.outputs.judges import judge_lines
+
+    for line in judge_lines(st.get("pair_judges") or []):
+        con.print(line, markup=False, highlight=False)
 
 
 def _print_money(con: Console, st: dict[str, Any]) -> None:

@@ -51,11 +51,18 @@ _DISCRETE: dict[TaskType, bool] = {}
 
 @dataclass(frozen=True)
 class ItemView:
-    """What a prompt, a human task or a parser needs to know about one item."""
+    """What a prompt, a human task or a parser needs to know about one item; ``fields``:
+    the item's named parts a kind reads from their own columns (a pairwise item's
+    instruction and two outputs, :attr:`TaskKind.item_fields`), as ``(name, value)``."""
 
     item_id: str
     text: str
     choices: tuple[str, ...] | None = None
+    fields: tuple[tuple[str, str], ...] = ()
+
+    def field(self, name: str) -> str | None:
+        """The value of the field ``name`` (None: the item has none)."""
+        return next((v for k, v in self.fields if k == name), None)
 
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -245,6 +252,16 @@ class TaskKind(ABC):
     def labelstudio_control(self) -> str:
         """The Label Studio control element (one XML line) that collects an answer."""
 
+    def labelstudio_objects(self) -> str:
+        """Label Studio object tags shown after the item's ``$text`` (XML lines; none by
+        default): e.g. a pairwise item's two outputs side by side."""
+        return ""
+
+    def labelstudio_data(self, item: ItemView, options: Sequence[str]) -> dict[str, Any]:
+        """Task data the kind's objects show (``$name``), besides the item's text and the
+        ``options`` a person picks from; a key ``text`` replaces what ``$text`` shows."""
+        return {}
+
     @abstractmethod
     def labelstudio_raw(
         self, result: Mapping[str, Any], unshown: Callable[[str], str]
@@ -264,6 +281,37 @@ class TaskKind(ABC):
     # -- capabilities a kind may add (defaults keep classification and summarization) ----
     #: the ``[task]`` keys the kind takes beyond labels (passed to its constructor)
     option_keys: ClassVar[tuple[str, ...]] = ()
+    #: the item's named parts a live project reads from their own columns
+    #: (:meth:`live_items`): :attr:`ItemView.fields`, shown to people, exported
+    item_fields: ClassVar[tuple[str, ...]] = ()
+    #: a machine annotator may be asked twice, the second time with the item's parts
+    #: exchanged (``swap``; :meth:`swapped_view`, :meth:`swap_back`)
+    swaps: ClassVar[bool] = False
+
+    def live_items(
+        self,
+        rows: pd.DataFrame,
+        ids: Sequence[str],
+        where: str,
+        columns: Sequence[str] | None = None,
+        text_template: str | None = None,
+    ) -> tuple[pd.DataFrame, list[str]] | None:
+        """A live project's items of this kind from the items file's ``rows`` (their ``ids``
+        in order): a frame with ``text``, each of :attr:`item_fields` and, for a kind that
+        :attr:`swaps`, ``text_swapped``; and notes on what was accepted but is worth
+        knowing. ``columns`` names the file's columns of the fields (None: found by
+        name); ``text_template`` builds the text. None: the text column alone (the
+        default). Bad input is a one-line :class:`~quorum.errors.DataValidationError`."""
+        return None
+
+    def swapped_view(self, item: ItemView, text: str) -> ItemView:
+        """``item`` with its parts exchanged and ``text`` as its text (the second order of a
+        ``swap`` annotator)."""
+        raise NotImplementedError(f"{type(self).__name__} has no swapped order")
+
+    def swap_back(self, output: str | None) -> str | None:
+        """An output given on :meth:`swapped_view` in the item's own terms."""
+        raise NotImplementedError(f"{type(self).__name__} has no swapped order")
 
     @classmethod
     def needs_labels(cls) -> bool:

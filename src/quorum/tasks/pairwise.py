@@ -19,6 +19,11 @@ rule (``swap_rule``):
 * ``"tie"``: an inconsistent pair is the answer "tie" (only where the task has that label);
 * ``"first"``: the first order's verdict (position bias kept; for comparison).
 
+Live (docs/live.md, "Pairwise judgements"): a project reads each pair's parts from their
+columns (:meth:`Pairwise.live_items`), a machine annotator with ``swap = true`` makes the
+second call on :meth:`Pairwise.swapped_view` (:mod:`quorum.live.machines.swap`), and people
+see the two outputs side by side (:meth:`Pairwise.labelstudio_objects`).
+
 On the 419 LLMBar pairs an inconsistent pair is right half of the time by construction
 (one of its two verdicts is right), so it carries no vote; GPT-4's consistent verdicts are
 87% right against 83% for its first-order verdicts.
@@ -32,13 +37,13 @@ aggregate; BT would need a pool of outputs compared across items, which these da
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from quorum.errors import DataValidationError
+from quorum.errors import ConfigError, DataValidationError
 from quorum.tasks.base import ItemView, TaskType
 from quorum.tasks.classification import Classification
 from quorum.tasks.parsing import LabelParser, Parsed
@@ -133,6 +138,10 @@ def combine_swap(
     return None, False
 
 
+#: the canonical names of a pair's parts (a live item's fields, the export's columns)
+PAIR_FIELDS: tuple[str, str, str] = ("instruction", "output_1", "output_2")
+
+
 def find_columns(columns: Sequence[str]) -> tuple[str, str, str] | None:
     """(instruction, output 1, output 2) column names of an items frame, or None."""
     cols = set(columns)
@@ -141,6 +150,22 @@ def find_columns(columns: Sequence[str]) -> tuple[str, str, str] | None:
     if ins is None or outs is None:
         return None
     return ins, outs[0], outs[1]
+
+
+def missing_columns(columns: Sequence[str]) -> str:
+    """What a frame with ``columns`` lacks to be pairs, in words (for an error)."""
+    cols = set(columns)
+    ins = next((c for c in INSTRUCTION_COLUMNS if c in cols), None)
+    found = [c for pair in OUTPUT_COLUMNS for c in pair if c in cols]
+    parts = []
+    if ins is None:
+        parts.append(f"no instruction column (one of {list(INSTRUCTION_COLUMNS)})")
+    if not any(a in cols and b in cols for a, b in OUTPUT_COLUMNS):
+        parts.append(
+            f"no pair of output columns (one of {[list(p) for p in OUTPUT_COLUMNS]})"
+            + (f"; it has only {found}" if found else "")
+        )
+    return "; ".join(parts)
 
 
 def check_pairs(items: pd.DataFrame, cols: tuple[str, str, str], ties: bool) -> list[str]:
@@ -262,6 +287,8 @@ class Pairwise(Classification):
     task_verb = "judged"
     max_tokens = 16
     labelstudio_name = "preference"
+    item_fields = PAIR_FIELDS
+    swaps = True
 
     def __init__(
         self, labels: Sequence[str] | None = None, label_names: Mapping[str, str] | None = None
@@ -338,6 +365,87 @@ class Pairwise(Classification):
         out = pd.concat([ans[keep], swapped], ignore_index=True)
         return task, items, out
 
+    # -- a live project's items and the swapped order -------------------------------------
+    def live_items(
+        self,
+        rows: pd.DataFrame,
+        ids: Sequence[str],
+        where: str,
+        columns: Sequence[str] | None = None,
+        text_template: str | None = None,
+    ) -> tuple[pd.DataFrame, list[str]]:
+        """The pairs of a live project: the instruction and both outputs from ``columns``
+        (``items.pair_columns``; None: found by name as in a dataset folder,
+        :func:`find_columns`), checked by :func:`check_pairs` (a missing value is an
+        error, identical outputs too unless the task has ties, an empty output a note);
+        the text from ``text_template`` (None: :func:`pair_text`), and ``text_swapped``,
+        the same with the two outputs exchanged (a ``swap`` annotator's second order)."""
+        if columns:
+            cols = tuple(str(c) for c in columns)
+            gone = [c for c in cols if c not in rows.columns]
+            if gone:
+                raise ConfigError(
+                    f"{where}: items.pair_columns names {gone}, which the file does not have; "
+                    f"its columns are {list(rows.columns)}"
+                )
+        else:
+            found = find_columns(list(rows.columns))
+            if found is None:
+                raise ConfigError(
+                    f"{where}: a pairwise task needs an instruction and two outputs: "
+                    f"{missing_columns(list(rows.columns))}; its columns are "
+                    f"{list(rows.columns)} (set items.pair_columns = [instruction, output 1, "
+                    "output 2])"
+                )
+            cols = found
+        ins, o1, o2 = cols[0], cols[1], cols[2]
+        pairs = rows.loc[:, [ins, o1, o2]].copy()
+        pairs.insert(0, "item_id", list(ids))
+        try:
+            notes = check_pairs(pairs, (ins, o1, o2), self.ties)
+        except DataValidationError as exc:
+            raise DataValidationError(f"{where}: {exc}") from None
+        recs = rows.to_dict("records")
+
+        def render(exchange: bool) -> list[str]:
+            out = []
+            for r in recs:
+                a, b = (r[o2], r[o1]) if exchange else (r[o1], r[o2])
+                if text_template is None:
+                    out.append(pair_text(str(r[ins]), str(a), str(b)))
+                    continue
+                try:
+                    out.append(text_template.format(**{**r, o1: a, o2: b}))
+                except KeyError as exc:
+                    raise ConfigError(
+                        f"{where}: text_template uses column {exc} which is not in "
+                        f"{list(rows.columns)}"
+                    ) from None
+            return out
+
+        frame = pd.DataFrame(
+            {
+                "text": render(False),
+                PAIR_FIELDS[0]: [str(x) for x in rows[ins]],
+                PAIR_FIELDS[1]: [str(x) for x in rows[o1]],
+                PAIR_FIELDS[2]: [str(x) for x in rows[o2]],
+                "text_swapped": render(True),
+            }
+        )
+        return frame, notes
+
+    def swapped_view(self, item: ItemView, text: str) -> ItemView:
+        """The pair with its outputs exchanged (fields too): a swap judge's second order."""
+        trade = {PAIR_FIELDS[1]: PAIR_FIELDS[2], PAIR_FIELDS[2]: PAIR_FIELDS[1]}
+        fields = tuple((trade.get(k, k), v) for k, v in item.fields)
+        order = {k: i for i, k in enumerate(PAIR_FIELDS)}
+        fields = tuple(sorted(fields, key=lambda kv: order.get(kv[0], len(order))))
+        return ItemView(item.item_id, text, item.choices, fields)
+
+    def swap_back(self, output: str | None) -> str | None:
+        """A verdict on the swapped order in the original numbering (:func:`swap_back`)."""
+        return swap_back(output)
+
     # -- LLM answers -----------------------------------------------------------------------
     def parser(self) -> PairwiseParser:
         return PairwiseParser(self.labels, self.label_names)
@@ -364,6 +472,45 @@ class Pairwise(Classification):
             f'<Choices name="{self.labelstudio_name}" toName="text" choice="single-radio" '
             'required="true" value="$options" showInline="true"/>'
         )
+
+    def labelstudio_objects(self) -> str:
+        """The two outputs side by side under the instruction (``$text``), each headed by
+        its answer's name; the choice buttons below them."""
+        pane = (
+            '    <View style="flex: 1; min-width: 0;">'
+            '<Header value="$name_{n}" size="5"/><Text name="output_{n}" value="$output_{n}"/>'
+            "</View>\n"
+        )
+        return (
+            '  <View style="display: flex; gap: 1.5em; align-items: flex-start;">\n'
+            + pane.format(n=1)
+            + pane.format(n=2)
+            + "  </View>\n"
+        )
+
+    def labelstudio_data(self, item: ItemView, options: Sequence[str]) -> dict[str, Any]:
+        """The instruction as the page's text, the two outputs, each headed by the option
+        that chooses it."""
+        ins, a, b = (item.field(f) for f in PAIR_FIELDS)
+        names = [*options, "", ""] if len(options) >= 2 else self.display_labels()
+        return {
+            "text": ins if ins is not None else item.text,
+            "output_1": a or "",
+            "output_2": b or "",
+            "name_1": names[0],
+            "name_2": names[1],
+        }
+
+    def labelstudio_raw(
+        self, result: Mapping[str, Any], unshown: Callable[[str], str]
+    ) -> tuple[bool, str | None]:
+        """The choice made; a ``<Pairwise>`` tag's result (a project whose page was edited to
+        use it) reads ``left`` as "1" and ``right`` as "2"."""
+        v = result.get("value") or {}
+        if result.get("type") == "pairwise" or "selected" in v:
+            side = str(v.get("selected") or "").casefold()
+            return True, {"left": FIRST, "right": SECOND}.get(side)
+        return super().labelstudio_raw(result, unshown)
 
 
 def consistency_table(consistency: pd.DataFrame, gold: pd.Series | None = None) -> pd.DataFrame:

@@ -4,7 +4,8 @@
 ``close``) a web UI can implement. :class:`FileHumanQueue` is the file export:
 ``<queue>/pending.csv`` lists what waits for a human (``item_id, text, instructions,
 choices``; with several labels per item also ``labels_wanted`` and ``answered_by``, the
-people who already labelled it) and ``<queue>/answers.csv`` (``item_id, label[,
+people who already labelled it; then the item's named parts, e.g. a pair's
+``instruction, output_1, output_2`` side by side) and ``<queue>/answers.csv`` (``item_id, label[,
 annotator]``) is read back; with several labels per item the ``annotator`` column says who
 is who (rows without it count as one person).
 
@@ -123,15 +124,17 @@ class FileHumanQueue(HumanQueue):
         self.folder.mkdir(parents=True, exist_ok=True)
         tmp = self.pending_path.with_suffix(".csv.tmp")
         team = any(t.wanted > 1 for t in self._tasks.values())
+        # the item's named parts (a pair's instruction and two outputs), one column each
+        parts = list(dict.fromkeys(k for t in self._tasks.values() for k, _ in t.item.fields))
         with tmp.open("w", newline="", encoding="utf-8") as f:
             w = csv.writer(f)
             head = ["item_id", "text", "instructions", "choices"]
-            w.writerow([*head, "labels_wanted", "answered_by"] if team else head)
+            w.writerow([*head, "labels_wanted", "answered_by", *parts] if team else [*head, *parts])
             for t in sorted(self._tasks.values(), key=lambda t: t.item.item_id):
                 row = [t.item.item_id, t.item.text, t.instructions, json.dumps(t.choices)]
                 if team:
                     row += [t.wanted, json.dumps(list(t.answered_by))]
-                w.writerow(row)
+                w.writerow([*row, *(t.item.field(k) or "" for k in parts)])
         os.replace(tmp, self.pending_path)
 
     def _file_stamp(self) -> tuple | None:

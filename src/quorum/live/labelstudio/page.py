@@ -1,7 +1,8 @@
 """What Label Studio shows people: the labelling page, the task data keys, option text.
 
 The labelling page is generated from the task type: single-choice buttons for
-classification and multiple choice (the item's own options), a text box for summaries.
+classification and multiple choice (the item's own options), a text box for summaries,
+a pair's two outputs side by side above the choice for pairwise judgements.
 Everything that comes from the data (item text, options, instructions) travels as task
 *data*, never inside the labelling config, so hostile text cannot change the page: Label
 Studio's ``Text`` tag shows it as plain text.
@@ -37,7 +38,8 @@ def label_config(kind: TaskKind | TaskType, instructions: bool = True) -> str:
     kind = kind if isinstance(kind, TaskKind) else kind_of(kind)
     head = '  <Header value="$instructions"/>\n' if instructions else ""
     text = '  <Text name="text" value="$text"/>\n'
-    return f"<View>\n{head}{text}  {kind.labelstudio_control()}\n</View>"
+    more = kind.labelstudio_objects()  # e.g. a pair's two outputs side by side
+    return f"<View>\n{head}{text}{more}  {kind.labelstudio_control()}\n</View>"
 
 
 def project_title(name: str) -> str:
@@ -72,4 +74,5 @@ def task_data(task: HumanTask, priority: int, instructions: bool, kind: TaskKind
         data["instructions"] = task.instructions
     if kind.people_choose:
         data["options"] = [{"value": shown(c)} for c in task.choices]
+    data.update(kind.labelstudio_data(task.item, task.choices))
     return data

@@ -2,9 +2,11 @@
 
 Tables: ``runs``, ``calls``, ``attempts`` (each HTTP try), ``decisions`` (the router's
 call log and trace), ``labels`` (final labels per run), ``human_queue`` (one row per human
-task), ``human_labels`` (its label slots), ``given_calls``, ``notes`` and
-``human_reliability``. A ledger of an older schema gets the new columns and tables when it
-is opened for writing (:func:`migrate`).
+task), ``human_labels`` (its label slots), ``given_calls``, ``notes``,
+``human_reliability`` and ``swap_pairs`` (a pairwise judge asked in both orders: its two
+calls, each order's verdict in the original numbering, their consistency). A ledger of an
+older schema gets the new columns and tables when it is opened for writing
+(:func:`migrate`).
 """
 
 from __future__ import annotations
@@ -62,6 +64,11 @@ CREATE TABLE IF NOT EXISTS given_calls (call_id INTEGER PRIMARY KEY, at REAL);
 CREATE TABLE IF NOT EXISTS human_reliability (
     person TEXT PRIMARY KEY, labels INTEGER, checked INTEGER, gold INTEGER,
     gold_correct INTEGER, agreement REAL, accuracy REAL, weight REAL, fitted_at REAL
+);
+CREATE TABLE IF NOT EXISTS swap_pairs (
+    item_id TEXT, annotator TEXT, first_key TEXT, second_key TEXT, rule TEXT,
+    first TEXT, second TEXT, consistent INTEGER, answer TEXT, cost REAL, at REAL,
+    PRIMARY KEY (item_id, annotator, first_key, second_key)
 );
 """
 

@@ -262,6 +262,39 @@ class Ledger:
         with self.tx() as c:
             c.execute(f"UPDATE calls SET {cols} WHERE call_id=?", (*fields.values(), call_id))
 
+    # -- pairwise judges asked in both orders (swap) -------------------------
+    def start_pair(self, item_id: str, annotator: str, first_key: str, second_key: str,
+                   rule: str) -> None:  # fmt: skip
+        """A swap judge's two calls on an item, recorded before either is made (so the
+        second order's call is known as such whatever happens next)."""
+        with self.tx() as c:
+            c.execute(
+                "INSERT OR IGNORE INTO swap_pairs (item_id, annotator, first_key, second_key, "
+                "rule, at) VALUES (?,?,?,?,?,?)",
+                (item_id, annotator, first_key, second_key, rule, time.time()),
+            )
+
+    def finish_pair(self, item_id: str, annotator: str, first_key: str, second_key: str,
+                    **fields: Any) -> None:  # fmt: skip
+        """Both orders answered: each verdict (original numbering), their consistency, the
+        judge's answer under its rule and what the two calls cost."""
+        fields.setdefault("at", time.time())
+        cols = ", ".join(f"{k}=?" for k in fields)
+        with self.tx() as c:
+            c.execute(
+                f"UPDATE swap_pairs SET {cols} WHERE item_id=? AND annotator=? AND "
+                "first_key=? AND second_key=?",
+                (*fields.values(), item_id, annotator, first_key, second_key),
+            )
+
+    def swap_pairs(self) -> pd.DataFrame:
+        """Every swap judge's pairs, oldest first (none in a ledger without the table)."""
+        cols = ["item_id", "annotator", "first_key", "second_key", "rule", "first", "second",
+                "consistent", "answer", "cost", "at"]  # fmt: skip
+        if not self.query("SELECT 1 FROM sqlite_master WHERE name='swap_pairs'"):
+            return pd.DataFrame(columns=cols)
+        return self.frame(f"SELECT {', '.join(cols)} FROM swap_pairs ORDER BY at, item_id")
+
     # -- humans ------------------------------------------------------------
     def queue_human(self, key: str, item_id: str, annotator: str, call_ids: list[int],
                     price: float) -> None:  # fmt: skip

@@ -22,4 +22,5 @@ Modules:
   (issue 27).
 - ``prompts``: Prompt templates: the paper's prompts (appendix "Prompts") as editable defaults.
 - ``ray_calls``: Live LLM calls on Ray: each HTTP try runs in one of a few async Ray actors.
+- ``swap``: A pairwise judge asked in both orders (``swap = true`` on a machine annotator).
 """

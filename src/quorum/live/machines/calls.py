@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from quorum.tasks.base import ItemView
+from quorum.tasks.parsing import Parsed
 
 CallKind = Literal["annotate", "confidence"]
 #: ``on_attempt(n, started_at, latency_s, outcome, error)``: one HTTP try, for the ledger
@@ -182,6 +183,11 @@ class Annotator(ABC):
     @abstractmethod
     async def call(self, req: Request, on_attempt: AttemptHook) -> Response:
         """Make the call, with retries; never raises for endpoint errors."""
+
+    def reads(self, req: Request, parsed: Parsed) -> Parsed:
+        """The parsed answer to ``req`` as the ledger records it (the default: as parsed;
+        a swap judge maps its second order's verdict back, :mod:`~quorum.live.machines.swap`)."""
+        return parsed
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (threads, clients)."""

@@ -70,44 +70,59 @@ class MachineCalls:
         self._kind = kind_of(self.task_type)
 
     async def execute(
-        self, ann: Annotator, req: Request, *, frozen: bool, skip_unpaid: bool
-    ) -> Outcome:
+        self, ann: Annotator, req: Request, *, frozen: bool, skip_unpaid: bool,
+        held: bool = False,
+    ) -> Outcome:  # fmt: skip
         """Serve from the ledger, or make (and record) the call exactly once; ``frozen``:
-        a pass waiting for people makes no new call."""
+        a pass waiting for people makes no new call; ``held``: the caller already holds
+        ``req.reserved`` in the money guard (given back if the call is not made)."""
         row = self.ledger.completed(req.key)
         if row is not None:
+            self._unhold(held, req)
             return self._from_row(req, row, cached=True)
         if frozen:
+            self._unhold(held, req)
             return Outcome(req.item_id, req.annotator, None, 0.0, status="failed", raw=DEFERRED)
         waiting = self._inflight.get(req.key)
         if waiting is not None:  # the same request is in flight: share its answer
             await asyncio.shield(waiting)
             row = self.ledger.completed(req.key)
             if row is not None:
+                self._unhold(held, req)
                 return self._from_row(req, row, cached=True)
         fut = asyncio.get_running_loop().create_future()
         self._inflight[req.key] = fut
         try:
-            return await self._call(ann, req, skip_unpaid)
+            return await self._call(ann, req, skip_unpaid, held)
         finally:
             self._inflight.pop(req.key, None)
             fut.set_result(None)
 
-    async def _call(self, ann: Annotator, req: Request, skip_unpaid: bool) -> Outcome:
+    def _unhold(self, held: bool, req: Request) -> None:
+        if held:
+            self.guard.release(req.reserved)
+
+    def budget_reached(self) -> str:
+        """Why a call the ledger has no money left for is refused."""
+        return (
+            "project budget reached: the ledger already holds "
+            f"{from_units(self.guard.committed_u):.6g} of {from_units(self.guard.limit_u):.6g} "
+            "(calls from earlier runs that this run did not reuse count too)"
+        )
+
+    async def _call(
+        self, ann: Annotator, req: Request, skip_unpaid: bool, held: bool = False
+    ) -> Outcome:
         if not ann.available:
+            self._unhold(held, req)
             return self._refuse(ann, req, f"endpoint declared dead: {ann.health.reason}")
         if req.refuse:  # e.g. an item too long for this annotator: recorded, not sent
+            self._unhold(held, req)
             return self._refuse(ann, req, req.refuse)
-        if not self.guard.hold(req.reserved):
+        if not held and not self.guard.hold(req.reserved):
             if skip_unpaid:
                 return self.overplanned(req.item_id, req.annotator)
-            return self._refuse(
-                ann,
-                req,
-                "project budget reached: the ledger already holds "
-                f"{from_units(self.guard.committed_u):.6g} of {from_units(self.guard.limit_u):.6g} "
-                "(calls from earlier runs that this run did not reuse count too)",
-            )
+            return self._refuse(ann, req, self.budget_reached())
         if self._sem is None:
             self._sem = asyncio.Semaphore(self.concurrency)
         try:
@@ -155,7 +170,7 @@ class MachineCalls:
                     self.ledger.mark_sent(call_id, sent=False)
 
         resp = await ann.call(req, on_attempt)
-        parsed = self._parse(req, resp)
+        parsed = ann.reads(req, self._parse(req, resp))
         status = "failed" if resp.status != "ok" else parsed.status
         cost = resp.cost
         if cost > req.reserved + 1e-12:
@@ -202,6 +217,10 @@ class MachineCalls:
         if p.ok and resp.confidence is not None:
             return Parsed(p.status, p.output, p.reason, confidence=resp.confidence)
         return p
+
+    def refuse(self, ann: Annotator, req: Request, why: str) -> Outcome:
+        """Record ``req`` as a call not made (failed, at no cost) for the reason ``why``."""
+        return self._refuse(ann, req, why)
 
     def _refuse(self, ann: Annotator, req: Request, why: str) -> Outcome:
         call_id = self.ledger.start_call(

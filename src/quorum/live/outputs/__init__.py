@@ -16,6 +16,8 @@ Modules:
   a CSV, JSONL or Parquet file, or a Hugging Face datasets folder with its card
   (:mod:`quorum.live.outputs.hf`).
 - ``hf``: A live project's labels as a Hugging Face ``datasets`` folder with a dataset card.
+- ``judges``: Pairwise judges asked in both orders (``swap``): what each said in each order,
+  read from the ledger's ``swap_pairs`` for the status, the report page and the export.
 - ``provenance``: Where each label of a live project came from, in four words a team reads at a
   glance.
 - ``report``: A live project's report: one self-contained HTML page from its ledger.

@@ -14,6 +14,7 @@ from quorum.errors import ConfigError
 from quorum.live.humans.book import HumanBook
 from quorum.live.ledger.schema import float_or_none
 from quorum.live.ledger.store import Ledger
+from quorum.live.outputs.judges import answered_pairs, item_verdicts
 from quorum.live.project.config import ProjectConfig
 from quorum.live.project.items import load_items
 from quorum.live.run.summary import DONE, last_pass, quality_of, row_extra
@@ -44,9 +45,30 @@ def export_frame(cfg: ProjectConfig) -> pd.DataFrame:
             )
         labels = ledger.frame("SELECT * FROM labels WHERE run_id=? AND pass=?", (run["run_id"], p))
         look = _lookups(cfg, ledger, run, p, items)
+        pairs = answered_pairs(ledger)
     finally:
         ledger.close()
-    return pd.DataFrame([_row(r, look) for r in labels.to_dict("records")])
+    frame = pd.DataFrame([_row(r, look) for r in labels.to_dict("records")])
+    return _with_parts(frame, cfg, items, pairs)
+
+
+def _with_parts(
+    frame: pd.DataFrame, cfg: ProjectConfig, items: pd.DataFrame, pairs: pd.DataFrame
+) -> pd.DataFrame:
+    """A kind's own columns after ``text`` (a pair's ``instruction, output_1, output_2``)
+    and, where judges were asked in both orders, ``swap_verdicts`` after ``statuses``: per
+    judge its verdict in the given and in the swapped order (original numbering), their
+    consistency and its answer (:func:`quorum.live.outputs.judges.item_verdicts`)."""
+    if frame.empty:
+        return frame
+    at = frame.columns.get_loc("text") + 1
+    for k, f in enumerate(c for c in cfg.task.kind.item_fields if c in items.columns):
+        frame.insert(at + k, f, frame["item_id"].map(items[f]))
+    if len(pairs):
+        verdicts = item_verdicts(pairs)
+        at = frame.columns.get_loc("statuses") + 1
+        frame.insert(at, "swap_verdicts", [verdicts.get(str(i), {}) for i in frame["item_id"]])
+    return frame
 
 
 @dataclass

@@ -35,8 +35,10 @@ def export(cfg: ProjectConfig, fmt: str, out: Path | None) -> Path:
                     f.write(json.dumps(rec, default=str, ensure_ascii=False) + "\n")
             return out
         flat = df.copy()
-        for col in ("labelled_by", "annotators", "answers", "statuses", "human_labels"):
-            flat[col] = flat[col].map(lambda v: json.dumps(v, ensure_ascii=False, default=str))
+        for col in ("labelled_by", "annotators", "answers", "statuses", "swap_verdicts",
+                    "human_labels"):  # fmt: skip
+            if col in flat.columns:
+                flat[col] = flat[col].map(lambda v: json.dumps(v, ensure_ascii=False, default=str))
         if fmt == "csv":
             flat.to_csv(out, index=False)
         else:

@@ -10,8 +10,9 @@ The rows are those of the CSV export (:func:`quorum.live.outputs.export.export_f
 item.
 For a label task ``label`` is a ``ClassLabel`` over the project's labels (``int2str`` gives
 the label of the CSV export; ``-1``, the ``datasets`` convention, an item without a label);
-the dict and list columns (``answers``, ``statuses``, ``human_labels``) are JSON text, as in
-the CSV, since their keys differ from item to item.
+the dict and list columns (``answers``, ``statuses``, ``human_labels``, a pairwise
+project's ``swap_verdicts``) are JSON text, as in the CSV, since their keys differ from item
+to item; a pairwise project's ``instruction, output_1, output_2`` follow ``text``.
 
 ``--push-to-hub REPO`` pushes the dataset and then its card to the Hub under the user's own
 token (``HF_TOKEN`` or ``hf auth login``); it needs the network, so it is not tested here.
@@ -84,8 +85,21 @@ def hf_dataset(cfg: ProjectConfig, frame: pd.DataFrame | None = None) -> Any:
     cols["label_name"] = [text_or_none(v) for v in frame["label_name"]]
     feats["label_name"] = s
     _add_provenance(cols, feats, frame)
-    features = datasets.Features({k: feats[k] for k in HF_COLUMNS})
-    return datasets.Dataset.from_dict({k: cols[k] for k in HF_COLUMNS}, features=features)
+    order = list(HF_COLUMNS)
+    # a kind's own columns after the text (a pair's instruction and outputs); the swap
+    # judges' verdicts in each order (JSON text, as the answers) after the statuses
+    fields = getattr(getattr(cfg.task, "kind", None), "item_fields", ())
+    parts = [c for c in fields if c in frame.columns]
+    for k, name in enumerate(parts):
+        cols[name], feats[name] = [text_or_none(v) for v in frame[name]], s
+        order.insert(order.index("text") + 1 + k, name)
+    if "swap_verdicts" in frame.columns:
+        cols["swap_verdicts"] = [json.dumps(v, ensure_ascii=False, default=str)
+                                 for v in frame["swap_verdicts"]]  # fmt: skip
+        feats["swap_verdicts"] = s
+        order.insert(order.index("statuses") + 1, "swap_verdicts")
+    features = datasets.Features({k: feats[k] for k in order})
+    return datasets.Dataset.from_dict({k: cols[k] for k in order}, features=features)
 
 
 def _label_column(cfg: ProjectConfig, frame: pd.DataFrame) -> tuple[list[Any], Any]:

@@ -257,12 +257,37 @@ def _person_table(rows: list[list[Any]]) -> str:
     )
 
 
+def _judges_table(st: dict[str, Any]) -> list[str]:
+    """Pairwise judges asked in both orders: each one's consistency and win rates (none
+    where no judge was)."""
+    rows = st.get("pair_judges") or []
+    if not rows:
+        return []
+    header = ["judge", "rule", "pairs", "consistent", "inconsistent", "output 1 wins",
+              "first shown wins", "with an answer"]  # fmt: skip
+    keys = ["judge", "rule", "pairs", "consistent", "inconsistent", "wins_1",
+            "picks_first_shown", "answered"]  # fmt: skip
+    return [
+        _table(
+            "Pairwise judges asked in both orders",
+            header,
+            [[r[k] for k in keys] for r in rows],
+            "**consistent**: the share of pairs whose two verdicts (the outputs as given, "
+            "then exchanged) name the same output; **output 1 wins**: the share of "
+            "given-order verdicts for output 1; **first shown wins**: the share of all "
+            "verdicts for the output shown first (0.5: no position bias); **with an "
+            "answer**: pairs the judge's swap_rule gave an answer (docs/live.md).",
+        )
+    ]
+
+
 def models_section(cfg: ProjectConfig, st: dict[str, Any]) -> dict:
     ag = st["agreement"]
     models = [m for m in ag["models"] if m["items"]]
+    judges = _judges_table(st)
     if not models:
         return _html_section(
-            "models", [_p("No item has both a human vote and a model's answer yet.")]
+            "models", [_p("No item has both a human vote and a model's answer yet."), *judges]
         )
     names = cfg.task.label_names or {}
     body = [
@@ -295,7 +320,7 @@ def models_section(cfg: ProjectConfig, st: dict[str, Any]) -> dict:
                 "share of the row the model got right.",
             )
         )
-    return _html_section("models", body, [confusion_figure(models, names)])
+    return _html_section("models", [*body, *judges], [confusion_figure(models, names)])
 
 
 def _label(x: str, names: dict[str, str]) -> str:

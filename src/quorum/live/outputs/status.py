@@ -14,6 +14,7 @@ from quorum.live.humans.book import HumanBook, reliability_evidence
 from quorum.live.ledger.schema import float_or_none
 from quorum.live.ledger.store import Ledger, money_str
 from quorum.live.machines.answer_health import unparseable_warnings
+from quorum.live.outputs.judges import answered_pairs, judge_table
 from quorum.live.project.config import ProjectConfig
 from quorum.live.run.progress import progress_line
 from quorum.live.run.summary import (
@@ -74,6 +75,7 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         runs = int(ledger.query("SELECT count(*) FROM runs")[0][0])
         links = _human_links(cfg, tasks.loc[tasks["status"] == "pending", "item_id"].tolist())
         agreement = agreement_summary(ledger, cfg.task.labels)
+        judges = judge_table(answered_pairs(ledger))  # pairwise judges asked in both orders
     finally:
         ledger.close()
     limit_u = to_units(cfg.budget.limit)
@@ -107,6 +109,7 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         "last_run": dict(last) if last is not None else None,
         "router_decisions": decisions_of(last),
         "agreement": agreement,
+        "pair_judges": judges,
         "pending_humans": pending["item_id"].tolist(),
         "human_links": links,
         "queue": (

@@ -73,6 +73,17 @@ class AnnotatorConfig(BaseModel):
         description="a reply is stored (and read) up to this many characters; the rest is "
         "cut off and the call says so",
     )
+    # -- pairwise judges (docs/live.md, "Pairwise judgements") -------------------------
+    swap: bool = Field(
+        default=False,
+        description="pairwise: ask twice, the second time with the outputs exchanged (two "
+        "paid calls, reserved together); the verdict is read by swap_rule",
+    )
+    swap_rule: Literal["consistent", "tie", "first"] = Field(
+        default="consistent",
+        description="what a swap judge's two verdicts make: consistent (the verdict both "
+        "orders give; an inconsistent pair is no answer), tie (inconsistent = tie), first",
+    )
     # -- human --------------------------------------------------------------
     queue: str | None = Field(default=None, description="human queue folder")
 
@@ -93,6 +104,8 @@ class AnnotatorConfig(BaseModel):
                 f"annotator {self.name!r}: a model annotator needs `model` "
                 "('zero-shot' or 'package.module:function')"
             )
+        if self.kind == "human" and self.swap:
+            raise ValueError(f"annotator {self.name!r}: swap is for machine annotators")
         if self.kind == "human" and self.price is None:
             raise ValueError(f"annotator {self.name!r}: a human annotator needs a `price`")
         if self.kind == "model" and self.model != "zero-shot" and ":" not in str(self.model):

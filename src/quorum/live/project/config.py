@@ -161,7 +161,29 @@ class ProjectConfig(BaseModel):
             )
         if self.budget.setting == "auditor" and self.budget.human_limit is None:
             raise ValueError("the auditor setting needs budget.human_limit")
+        self._check_pairs()
         return self
+
+    def _check_pairs(self) -> None:
+        """``swap``, ``swap_rule`` and ``items.pair_columns`` fit the task (pairwise)."""
+        kind = kind_of(self.task.type)
+        t = self.task.type.value
+        for a in self.annotators:
+            if a.swap and not kind.swaps:
+                raise ValueError(
+                    f"annotator {a.name!r}: swap needs a pairwise task (task.type is {t!r})"
+                )
+            if a.swap and a.swap_rule == "tie" and "tie" not in (self.task.labels or []):
+                raise ValueError(
+                    f"annotator {a.name!r}: swap_rule 'tie' needs the label 'tie' in task.labels"
+                )
+        if self.items.pair_columns is not None and not kind.item_fields:
+            raise ValueError(f"items.pair_columns is for a pairwise task (task.type is {t!r})")
+        if kind.item_fields and "text_column" in self.items.model_fields_set:
+            raise ValueError(
+                "items.text_column: a pairwise item's text is its instruction and both outputs "
+                "(items.pair_columns), or items.text_template"
+            )
 
     # -- paths -------------------------------------------------------------
     def path(self, p: str) -> Path:
@@ -190,6 +212,11 @@ class ProjectConfig(BaseModel):
         data = self.model_dump(mode="json", exclude={"engine", "ray_address"})
         for a in data.get("annotators", []):
             a.pop("client", None)
+            if not a.get("swap"):  # pairwise keys, unset: the hash is the one from before them
+                a.pop("swap", None)
+                a.pop("swap_rule", None)
+        if data.get("items", {}).get("pair_columns", 0) is None:
+            data["items"].pop("pair_columns")
         for key in ("min_labels", "max_labels"):  # multi-label keys: unset, as before them
             if data.get("task", {}).get(key, 0) is None:
                 data["task"].pop(key)

@@ -1,8 +1,11 @@
-"""Read the project's items file into ``item_id, text[, gold, choices]``."""
+"""Read the project's items file into ``item_id, text[, gold, choices]`` and the task
+kind's own columns (a pair's ``instruction, output_1, output_2, text_swapped``)."""
 
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -10,6 +13,8 @@ import pandas as pd
 from quorum.errors import ConfigError, DataValidationError
 from quorum.live.project.config import ProjectConfig
 from quorum.tasks.base import ItemView
+
+log = logging.getLogger("quorum.live")
 
 _SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet")
 
@@ -121,7 +126,9 @@ def _ids(df: pd.DataFrame, id_col: str | None, where: str) -> pd.Series:
 
 
 def load_items(cfg: ProjectConfig) -> pd.DataFrame:
-    """Items as a frame with ``item_id, text`` and, when configured, ``gold, choices``."""
+    """Items as a frame with ``item_id, text`` and, when configured, ``gold, choices``; a
+    kind with its own columns adds them (:meth:`~quorum.tasks.base.TaskKind.live_items`:
+    a pair's ``instruction, output_1, output_2`` and ``text_swapped``)."""
     ic = cfg.items
     path = cfg.path(ic.path)
     df = _read(path)
@@ -133,7 +140,13 @@ def load_items(cfg: ProjectConfig) -> pd.DataFrame:
     if id_col is not None and id_col not in cols:
         raise ConfigError(f"{where}: id_column {id_col!r} not found; columns are {cols}")
     ids = _ids(df, id_col, where)
-    if ic.text_template:
+    kind = cfg.task.kind
+    own = kind.live_items(df, ids.tolist(), where, ic.pair_columns, ic.text_template)
+    if own is not None:  # the kind's own columns (a pair's instruction and outputs)
+        text = own[0]["text"]
+        for note in own[1]:
+            log.warning("%s: %s", where, note)
+    elif ic.text_template:
         try:
             text = pd.Series([ic.text_template.format(**r) for r in df.to_dict("records")])
         except KeyError as exc:
@@ -154,6 +167,9 @@ def load_items(cfg: ProjectConfig) -> pd.DataFrame:
                 f"{len(nulls)} item(s), e.g. {nulls[:5]}"
             )
     out = pd.DataFrame({"item_id": ids.to_numpy(), "text": text.astype(str).to_numpy()})
+    if own is not None:
+        for col in own[0].columns.drop("text"):
+            out[col] = own[0][col].to_numpy()
     if ic.gold_column:
         if ic.gold_column not in cols:
             raise ConfigError(f"{where}: gold_column {ic.gold_column!r} not in {cols}")
@@ -181,9 +197,17 @@ def load_items(cfg: ProjectConfig) -> pd.DataFrame:
     return out
 
 
-def item_views(items: pd.DataFrame) -> list[ItemView]:
+def item_views(items: pd.DataFrame, fields: Sequence[str] = ()) -> list[ItemView]:
+    """The items as prompts and people see them; ``fields``: the kind's named parts
+    (:attr:`~quorum.tasks.base.TaskKind.item_fields`) the frame holds."""
     has_choices = "choices" in items.columns
+    names = [f for f in fields if f in items.columns]
     return [
-        ItemView(str(r["item_id"]), str(r["text"]), r["choices"] if has_choices else None)
+        ItemView(
+            str(r["item_id"]),
+            str(r["text"]),
+            r["choices"] if has_choices else None,
+            tuple((f, str(r[f])) for f in names),
+        )
         for r in items.to_dict("records")
     ]

@@ -26,6 +26,13 @@ class ItemsConfig(BaseModel):
     )
     gold_column: str | None = Field(default=None, description="known labels (for evaluation)")
     choices_column: str | None = Field(default=None, description="answer options (multiple choice)")
+    pair_columns: list[str] | None = Field(
+        default=None,
+        min_length=3,
+        max_length=3,
+        description="pairwise: the columns of the instruction, output 1 and output 2 "
+        "(default: found by name, e.g. instruction, output_1, output_2)",
+    )
     limit: int | None = Field(default=None, ge=1, description="use only the first N items")
 
     @field_validator("text_template")

@@ -24,7 +24,7 @@ from quorum.live.machines.calls import Redactor
 from quorum.live.project.config import ProjectConfig
 from quorum.live.project.items import item_views, load_items
 from quorum.routing.core.base import Outcome
-from quorum.routing.core.budget import Budget
+from quorum.routing.core.budget import Budget, from_units, to_units
 from quorum.tasks.registry import kind_of
 
 
@@ -227,7 +227,7 @@ def setup(cfg: ProjectConfig, features: str | None = None) -> PlanSetup:
     if features is not None:
         cfg = cfg.model_copy(update={"features": features})
     items = load_items(cfg)
-    specs, conf, added, sent = _annotator_specs(cfg, item_views(items))
+    specs, conf, added, sent = _annotator_specs(cfg, item_views(items, cfg.task.kind.item_fields))
     t = cfg.task
     task = TaskSpec(
         name=cfg.name, type=t.type, labels=t.labels, label_names=t.label_names,
@@ -267,6 +267,8 @@ def _annotator_specs(
                 k = cfg.humans.labels_per_item if a.kind == "human" else 1
                 price = float(a.price or 0.0) * k
                 cprice = float(a.confidence_price if a.confidence_price is not None else 0.0)
+            if a.swap:  # a pairwise judge asked in both orders: two calls per item
+                price = from_units(2 * to_units(price))
             specs.append(AnnotatorSpec(name=a.name, kind=a.kind, price=price,
                                        confidence_price=cprice))  # fmt: skip
             conf[a.name] = cprice

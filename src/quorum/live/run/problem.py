@@ -15,12 +15,13 @@ from quorum.live.machines.calls import Annotator, Redactor
 from quorum.live.machines.llm import LLMAnnotator
 from quorum.live.machines.local import CallableAnnotator, LocalAnnotator
 from quorum.live.machines.prompts import PromptBuilder, PromptTemplate
+from quorum.live.machines.swap import SwapAnnotator
 from quorum.live.project.annotators import AnnotatorConfig
 from quorum.live.project.config import ProjectConfig
 from quorum.live.run.source import HumanArm
 from quorum.models.classifiers import LocalModel, ZeroShotClassifier
 from quorum.routing.core.base import RoutingProblem
-from quorum.tasks.base import ItemView
+from quorum.tasks.base import ItemView, TaskKind
 from quorum.tasks.parsing import LabelParser
 from quorum.tasks.registry import kind_of
 
@@ -71,11 +72,12 @@ def build_arms(
     human: HumanArm | None = None
     kind = kind_of(cfg.task.type, cfg.task.labels, cfg.task.label_names)
     max_tok = kind.max_tokens
+    swapped = swapped_views(kind, items, views) if any(a.swap for a in cfg.annotators) else {}
     for a in cfg.annotators:
         if a.kind == "llm":
             arms[a.name] = LLMAnnotator(
-                a, make_builder(cfg, a), views, redactor, max_tok,
-                engine=cfg.engine, ray_address=cfg.ray_address,
+                a, make_builder(cfg, a), [*views, *swapped.values()] if a.swap else views,
+                redactor, max_tok, engine=cfg.engine, ray_address=cfg.ray_address,
             )  # fmt: skip
         elif a.kind == "model":
             model: LocalModel
@@ -106,12 +108,24 @@ def build_arms(
                 prior_accuracy=hc.prior_accuracy, prior_strength=hc.prior_strength,
                 arm_quality=hc.arm_quality, min_evidence=hc.min_evidence,
             )  # fmt: skip
+    for a in cfg.annotators:
+        if a.swap:  # asked in both orders: one arm, two calls per item (machines/swap.py)
+            arms[a.name] = SwapAnnotator(arms[a.name], swapped, kind, a.swap_rule)
     if cfg.human == GOLD_HUMAN:
         gold = dict(zip(items["item_id"], items["gold"], strict=True))
         arms[GOLD_HUMAN] = LocalAnnotator(
             GOLD_HUMAN, GoldLookup(gold), cfg.human_price, kind="human"
         )
     return arms, human
+
+
+def swapped_views(
+    kind: TaskKind, items: pd.DataFrame, views: list[ItemView]
+) -> dict[str, ItemView]:
+    """Each item with its parts exchanged (a pair's two outputs), by item id: the second
+    order of a ``swap`` annotator (its text is the items' ``text_swapped``)."""
+    texts = items["text_swapped"] if "text_swapped" in items.columns else items["text"]
+    return {v.item_id: kind.swapped_view(v, str(t)) for v, t in zip(views, texts, strict=True)}
 
 
 def build_task(cfg: ProjectConfig, arms: dict[str, Annotator], human: HumanArm | None) -> TaskSpec:

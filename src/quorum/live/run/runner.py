@@ -165,7 +165,7 @@ def annotate(
     if not math.isfinite(wait) or wait < 0:
         raise ConfigError(f"--wait must be a finite number of seconds >= 0, got {wait:g}")
     items = load_items(cfg)
-    views = item_views(items)
+    views = item_views(items, cfg.task.kind.item_fields)
     ledger = open_ledger(cfg)
     ledger.acquire()
     run = _Run(cfg, ledger)

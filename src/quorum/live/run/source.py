@@ -36,6 +36,7 @@ from quorum.live.machines.calls import Annotator, Redactor, Request
 from quorum.live.machines.loop import shared_loop
 from quorum.live.machines.machine_calls import DEFERRED, NOT_MADE, MachineCalls
 from quorum.live.machines.money_guard import LiveStats, MoneyGuard
+from quorum.live.machines.swap import SwapAnnotator, execute_swap, pair_from_ledger
 from quorum.routing.core.base import Outcome
 from quorum.routing.core.budget import from_units, to_units
 from quorum.tasks.base import ItemView, TaskType
@@ -171,8 +172,15 @@ class LiveSource:
         the ledger spent on them."""
         out = []
         calls = self.ledger.given_calls()
+        pairs: set[tuple[str, str]] = set()
         for r in calls.to_dict("records"):
-            if r["item_id"] in self.items and r["annotator"] in self.annotators:
+            ann = self.annotators.get(r["annotator"])
+            if r["item_id"] in self.items and isinstance(ann, SwapAnnotator):
+                if (r["item_id"], ann.name) not in pairs:  # one outcome a pair (two calls)
+                    pairs.add((r["item_id"], ann.name))
+                    got = pair_from_ledger(self.ledger, ann, self.items[r["item_id"]])
+                    out += [got] if got is not None else []
+            elif r["item_id"] in self.items and ann is not None:
                 ok = r["status"] == "ok"
                 out.append(Outcome(r["item_id"], r["annotator"], r["output"] if ok else None,
                                    float(r["cost"] or 0.0), status="ok" if ok else "unparseable",
@@ -297,7 +305,11 @@ class LiveSource:
         if self.human is not None and annotator == self.human.name:
             return self._human_call(item)
         ann = self.annotators[annotator]
-        out = await self._execute(ann, ann.request(item, "annotate"))
+        if isinstance(ann, SwapAnnotator):  # a pairwise judge asked in both orders
+            out = await execute_swap(self.calls, ann, item, frozen=self.frozen,
+                                     skip_unpaid=self.skip_unpaid)  # fmt: skip
+        else:
+            out = await self._execute(ann, ann.request(item, "annotate"))
         if out.ok and out.output is not None:
             self._last[(item_id, annotator)] = out.output
         return out
