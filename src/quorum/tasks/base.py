@@ -51,11 +51,14 @@ _DISCRETE: dict[TaskType, bool] = {}
 
 @dataclass(frozen=True)
 class ItemView:
-    """What a prompt, a human task or a parser needs to know about one item."""
+    """What a prompt, a human task or a parser needs to know about one item; ``context``:
+    data the text is about or was written from (a live project's ``items.context_column``),
+    shown beside the text, never annotated."""
 
     item_id: str
     text: str
     choices: tuple[str, ...] | None = None
+    context: str | None = None
 
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -245,6 +248,21 @@ class TaskKind(ABC):
     ) -> tuple[bool, str | None]:
         """(whether ``result`` is this control's, a person's raw answer in it)."""
 
+    def labelstudio_result(
+        self,
+        results: Sequence[Mapping[str, Any]],
+        unshown: Callable[[str], str],
+        text: str | None = None,
+    ) -> str | None:
+        """A person's raw answer in one annotation's ``result`` list, ``text`` being the
+        item's text (None: nothing given with the kind's control). The default: the first
+        result of the kind's control (:meth:`labelstudio_raw`)."""
+        for r in results:
+            mine, raw = self.labelstudio_raw(r, unshown)
+            if mine:
+                return raw
+        return None
+
     def labelstudio_value(self, raw: str, options: list[str]) -> str:
         """A raw Label Studio answer as an output value."""
         return raw
@@ -252,8 +270,9 @@ class TaskKind(ABC):
     @abstractmethod
     def labelstudio_prediction(
         self, output: str, options: list[str], shown: Callable[[str], str]
-    ) -> tuple[dict[str, Any], str] | None:
-        """An LLM's output as a pre-annotation ``(value, type)`` (None: cannot be shown)."""
+    ) -> tuple[dict[str, Any] | list[dict[str, Any]], str] | None:
+        """An LLM's output as a pre-annotation ``(value, type)``, a list of values for one
+        region each (a span list); None: it cannot be shown."""
 
     # -- capabilities a kind may add (defaults keep classification and summarization) ----
     #: the ``[task]`` keys the kind takes beyond labels (passed to its constructor)
@@ -292,6 +311,45 @@ class TaskKind(ABC):
         """Request fields constraining an answer to ``forms`` under ``mode`` ("grammar",
         "json_schema"); None: the one-option-of-``forms`` constraint of label kinds."""
         return None
+
+    def constraint_for(self, mode: str, item: ItemView) -> dict[str, Any] | None:
+        """Request fields constraining an answer on ``item`` (a kind whose constraint
+        depends on the item's text overrides this); the default: :meth:`constraint` of
+        the item's :meth:`answer_forms`."""
+        return self.constraint(mode, self.answer_forms(item))
+
+    def human_answer_help(self, raw: str, item: ItemView) -> str | None:
+        """Why a person's answer ``raw`` on ``item`` is not usable and what to give
+        instead (None: the label kinds' message, naming the labels)."""
+        return None
+
+    #: outputs are spans of the item's text (the report page highlights them)
+    marks_text: ClassVar[bool] = False
+
+    def text_spans(self, output: str | None) -> list[tuple[int, int, str]]:
+        """The ``(start, end, label)`` character spans an output marks in its item's
+        text (empty for kinds whose outputs are not spans)."""
+        return []
+
+    #: k people's answers on one item are voted with the kind's weighted vote and each
+    #: person's reliability is their mean score against the reference (see
+    #: :mod:`quorum.live.humans.reliability`), not a Dawid-Skene fit over equal answers
+    graded_people: ClassVar[bool] = False
+
+    def weighted_vote(
+        self,
+        outputs: Mapping[str, str],
+        weights: Mapping[str, float],
+        priority: list[str] | None = None,
+    ) -> str | None:
+        """Several outputs of one item as one, each annotator with the weight given (k
+        people's answers where :attr:`graded_people`; ``priority`` breaks ties)."""
+        raise NotImplementedError(f"{type(self).__name__} has no weighted vote of people")
+
+    def people_score(self, output: str, reference: str) -> float:
+        """How right a person's ``output`` is against ``reference``, in [0, 1] (their
+        reliability's evidence where :attr:`graded_people`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not score people")
 
     def hf_label_column(self, values: list[str | None]) -> tuple[list[Any], Any] | None:
         """The Hugging Face ``label`` column and its feature for exported outputs (None:

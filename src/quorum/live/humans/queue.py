@@ -4,9 +4,11 @@
 ``close``) a web UI can implement. :class:`FileHumanQueue` is the file export:
 ``<queue>/pending.csv`` lists what waits for a human (``item_id, text, instructions,
 choices``; with several labels per item also ``labels_wanted`` and ``answered_by``, the
-people who already labelled it) and ``<queue>/answers.csv`` (``item_id, label[,
-annotator]``) is read back; with several labels per item the ``annotator`` column says who
-is who (rows without it count as one person).
+people who already labelled it; with items that have a context, last, ``context``) and
+``<queue>/answers.csv`` (``item_id, label[, annotator]``) is read back; with several labels
+per item the ``annotator`` column says who is who (rows without it count as one person).
+A span task's ``label`` is a JSON list of spans (the kind's
+:meth:`~quorum.tasks.base.TaskKind.match_human`).
 
 The queue only transports rows; :func:`match_label` turns an answer into a label, exactly:
 the label value, the label name, the option text shown in ``choices``, or the index into
@@ -123,14 +125,18 @@ class FileHumanQueue(HumanQueue):
         self.folder.mkdir(parents=True, exist_ok=True)
         tmp = self.pending_path.with_suffix(".csv.tmp")
         team = any(t.wanted > 1 for t in self._tasks.values())
+        context = any(t.item.context is not None for t in self._tasks.values())
         with tmp.open("w", newline="", encoding="utf-8") as f:
             w = csv.writer(f)
             head = ["item_id", "text", "instructions", "choices"]
-            w.writerow([*head, "labels_wanted", "answered_by"] if team else head)
+            head += ["labels_wanted", "answered_by"] if team else []
+            w.writerow([*head, "context"] if context else head)
             for t in sorted(self._tasks.values(), key=lambda t: t.item.item_id):
                 row = [t.item.item_id, t.item.text, t.instructions, json.dumps(t.choices)]
                 if team:
                     row += [t.wanted, json.dumps(list(t.answered_by))]
+                if context:
+                    row.append(t.item.context or "")
                 w.writerow(row)
         os.replace(tmp, self.pending_path)
 

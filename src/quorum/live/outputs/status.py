@@ -73,7 +73,9 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         warnings = unparseable_warnings(ledger)
         runs = int(ledger.query("SELECT count(*) FROM runs")[0][0])
         links = _human_links(cfg, tasks.loc[tasks["status"] == "pending", "item_id"].tolist())
-        agreement = agreement_summary(ledger, cfg.task.labels)
+        kind = cfg.task.kind
+        graded = kind.people_score if kind.graded_people else None  # span lists: span F1
+        agreement = agreement_summary(ledger, cfg.task.labels, graded, _measure(kind))
     finally:
         ledger.close()
     limit_u = to_units(cfg.budget.limit)
@@ -192,3 +194,9 @@ def _humans(
             team, cfg.humans.labels_per_item, cfg.humans.min_evidence
         ),
     }
+
+
+def _measure(kind: Any) -> str:
+    """What an agreement figure measures for the task's kind (see
+    :func:`~quorum.live.humans.agreement.agreement_summary`)."""
+    return f"mean {kind.metric_title}" if kind.graded_people else "the same label"

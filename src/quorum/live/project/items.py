@@ -1,10 +1,11 @@
-"""Read the project's items file into ``item_id, text[, gold, choices]``."""
+"""Read the project's items file into ``item_id, text[, gold, choices, context]``."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from quorum.errors import ConfigError, DataValidationError
@@ -67,6 +68,8 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
 def _label(x) -> str | None:
     if x is None or (isinstance(x, float) and x != x) or (isinstance(x, str) and not x.strip()):
         return None
+    if isinstance(x, list | tuple | dict | np.ndarray):  # a JSON or parquet list
+        return _context(x)
     if isinstance(x, float) and x.is_integer():
         return str(int(x))
     return str(x).strip()
@@ -170,6 +173,10 @@ def load_items(cfg: ProjectConfig) -> pd.DataFrame:
         if ic.choices_column not in cols:
             raise ConfigError(f"{where}: choices_column {ic.choices_column!r} not in {cols}")
         out["choices"] = [_choices(x) for x in df[ic.choices_column]]
+    if ic.context_column:
+        if ic.context_column not in cols:
+            raise ConfigError(f"{where}: context_column {ic.context_column!r} not in {cols}")
+        out["context"] = [None if _missing(x) else _context(x) for x in df[ic.context_column]]
     dup = out["item_id"][out["item_id"].duplicated()]
     if len(dup):
         raise DataValidationError(f"{where}: duplicate item ids, e.g. {dup.head(3).tolist()}")
@@ -178,12 +185,33 @@ def load_items(cfg: ProjectConfig) -> pd.DataFrame:
         raise DataValidationError(f"{where}: empty text for items {empty.head(5).tolist()}")
     if out.empty:
         raise DataValidationError(f"{where}: no items")
+    if "gold" in out.columns:  # the kind's canonical gold, or a one-line error naming the item
+        try:
+            out, _ = cfg.task.kind.check_frames(out, pd.DataFrame())
+        except DataValidationError as exc:
+            raise DataValidationError(f"{where}: {exc}") from None
     return out
+
+
+def _context(x) -> str:
+    """A context cell as text: a string as it is, anything else (a parquet struct or list,
+    a JSON value) as JSON."""
+    if isinstance(x, str):
+        return x
+    if isinstance(x, np.ndarray):
+        x = x.tolist()
+    return json.dumps(x, ensure_ascii=False, default=str)
 
 
 def item_views(items: pd.DataFrame) -> list[ItemView]:
     has_choices = "choices" in items.columns
+    has_context = "context" in items.columns
     return [
-        ItemView(str(r["item_id"]), str(r["text"]), r["choices"] if has_choices else None)
+        ItemView(
+            str(r["item_id"]),
+            str(r["text"]),
+            r["choices"] if has_choices else None,
+            r["context"] if has_context else None,
+        )
         for r in items.to_dict("records")
     ]

@@ -26,6 +26,11 @@ class ItemsConfig(BaseModel):
     )
     gold_column: str | None = Field(default=None, description="known labels (for evaluation)")
     choices_column: str | None = Field(default=None, description="answer options (multiple choice)")
+    context_column: str | None = Field(
+        default=None,
+        description="data the text is about or was written from (e.g. the table a report "
+        "describes): shown to LLMs ({context}) and people beside the text, never annotated",
+    )
     limit: int | None = Field(default=None, ge=1, description="use only the first N items")
 
     @field_validator("text_template")
