@@ -130,6 +130,10 @@ def test_answers_with_offsets_quotes_and_bad_spans():
     q = kind.parse(None, '[{"quote": "Spurs", "type": "Team"}, {"quote": "Leeds", "type": "Team"}]',
                    item)  # fmt: skip
     assert q.ok and q.output == '[[13,18,"Team"]]' and "not in the text" in q.reason
+    # an answer cut by max_tokens keeps its complete spans, and says so
+    cut = kind.parse(None, '[{"quote": "Spurs", "type": "Team"}, {"quote": "Sun', item)
+    assert cut.ok and cut.output == '[[13,18,"Team"]]' and "stops mid-list" in cut.reason
+    assert not kind.parse(None, '[{"quote": "Sun', item).ok
     assert "0 <= start < end <= 69" in kind.human_answer_help(item)
 
 
@@ -456,3 +460,54 @@ def test_target_mode_on_the_span_score(tmp_path):
     assert q is not None and 0.0 <= q["quality_low"] <= q["quality_high"] <= 1.0
     if t["reached"]:  # the lower bound of the span F1 estimate reached the target
         assert q["quality_low"] >= 0.5 - 1e-9
+
+
+def test_decisions_name_an_llm_never_asked_on_the_calibration_items():
+    """A project whose money buys a human for every item asks no LLM on calibration items:
+    its accuracy there is none, and the report and the dataset card say n/a (they raised)."""
+    from quorum.live.outputs.decisions import decision_lines
+
+    lines = decision_lines({"dollars_strategy": "audit", "calibration_accuracy": {"m": None}})
+    assert any("m n/a" in line for line in lines)
+
+
+def test_a_1mb_item_refused_for_its_length_keeps_the_grammar_for_the_rest(tmp_path):
+    """An endpoint that refuses a prompt longer than its context with HTTP 400 (llama.cpp's
+    server does, grammar or not): the huge item's call fails at no cost and is recorded;
+    the constraint was not why, so the other items keep their grammar (before, the first
+    400 switched the annotator to free text for the rest of the run)."""
+    from live_servers.fixtures import FakeServer
+    from quorum.live.run.runner import annotate
+
+    srv = FakeServer(tmp_path, "--max-prompt-chars", "20000")
+    try:
+        texts = [TEXT, "x " * 500_000, TEXT.replace("Arsenal", "Leeds"), TEXT + " Again."]
+        ids = ["a", "huge", "b", "c"]
+        pd.DataFrame({"item_id": ids, "text": texts}).to_csv(tmp_path / "items.csv", index=False)
+        data = {
+            "name": "huge", "features": "light", "items": {"path": "items.csv"},
+            "method": "live_servers.routers:CascadeRouter",
+            "method_params": {"batch": 1, "human_every": 1000, "confidence_every": 0},
+            "task": {"type": "spans", "labels": TYPES}, "budget": {"limit": 1.0},
+            "annotators": [{"name": "m", "model": "openai/m", "api_base": srv.api_base,
+                            "price": 0.01, "output": "grammar", "max_retries": 1},
+                           {"name": "team", "kind": "human", "price": 0.1}],
+            "humans": {"backend": "file"},
+        }  # fmt: skip
+        cfg = load_project(write_project(tmp_path, data))
+        annotate(cfg, quiet=True)
+    finally:
+        srv.stop()
+    calls = _sql(cfg, "SELECT item_id, status, cost, error, params FROM calls WHERE "
+                      "annotator='m' ORDER BY call_id").set_index("item_id")  # fmt: skip
+    assert calls.loc["huge", "status"] == "failed" and calls.loc["huge", "cost"] == 0
+    assert "context" in calls.loc["huge", "error"]
+    ok = calls.drop(index="huge")
+    assert (ok["status"] == "ok").all() and len(ok) == 3
+    # every request after the huge one still carried its grammar (the ledger keeps the
+    # params of the request, the server's log what was sent)
+    log = srv.requests()
+    big = [k for k, r in enumerate(log) if r["chars"] > 20000]
+    assert len(big) == 2 and log[big[0]]["constrained"] and not log[big[1]]["constrained"]
+    later = [r for r in log[big[-1] + 1 :] if r["chars"] <= 20000]
+    assert later and all(r["constrained"] for r in later)

@@ -318,9 +318,9 @@ class TaskKind(ABC):
         the item's :meth:`answer_forms`."""
         return self.constraint(mode, self.answer_forms(item))
 
-    def human_answer_help(self, raw: str, item: ItemView) -> str | None:
-        """Why a person's answer ``raw`` on ``item`` is not usable and what to give
-        instead (None: the label kinds' message, naming the labels)."""
+    def human_answer_help(self, item: ItemView) -> str | None:
+        """What a person may answer on ``item``, for the message about an answer that is
+        not usable (None: the label kinds' message, naming the labels)."""
         return None
 
     #: outputs are spans of the item's text (the report page highlights them)

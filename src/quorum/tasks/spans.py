@@ -365,6 +365,20 @@ def _occurrences(text: str, quote: str) -> list[tuple[int, int]]:
 _JSON_LIST = re.compile(r"\[.*\]", re.S)
 
 
+def _complete_part(body: str) -> list[Any] | None:
+    """The complete entries of a JSON list of objects cut off mid-way (an answer that ran
+    out of ``max_tokens``): the list up to its last ``}``, closed; None where there is no
+    complete entry."""
+    start, end = body.find("["), body.rfind("}")
+    if start < 0 or end < start:
+        return None
+    try:
+        data = json.loads(body[start : end + 1] + "]")
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, list) and data else None
+
+
 def parse_span_answer(
     raw: str | None, text: str, labels: Sequence[str], ambiguous: str = "first_unused"
 ) -> Parsed:
@@ -372,13 +386,15 @@ def parse_span_answer(
     object with such a list under ``spans``) as a canonical span string.
 
     Unusable (``unparseable``): no JSON list; an entry without a quote or a type; a type
-    outside ``labels`` (when given). Quotes that are not in the text, or occur several times
+    outside ``labels`` (when given). A list cut off mid-way (the answer ran out of tokens)
+    keeps its complete entries, and ``reason`` says so. Quotes that are not in the text, or occur several times
     without an occurrence, are kept out or placed by :func:`locate_quotes` and named in
     ``reason`` (the answer stays usable: what was found counts)."""
     body = (raw or "").strip()
     if not body:
         return Parsed("unparseable", None, "empty answer")
     data: Any = None
+    cut = False
     try:
         data = json.loads(body)
     except json.JSONDecodeError:
@@ -388,6 +404,8 @@ def parse_span_answer(
                 data = json.loads(m.group(0))
             except json.JSONDecodeError:
                 data = None
+        if data is None:
+            data, cut = _complete_part(body), True
     if isinstance(data, dict):
         data = data.get("spans")
     if not isinstance(data, list):
@@ -407,7 +425,7 @@ def parse_span_answer(
         occ = entry.get("occurrence")
         quotes.append((quote, lab, occ if isinstance(occ, int) else None))
     found = locate_quotes(text, quotes, ambiguous)
-    notes = []
+    notes = [f"the answer stops mid-list: its {len(data)} complete span(s) kept"] if cut else []
     if found.unfound:
         notes.append(f"quotes not in the text: {list(found.unfound)}")
     if found.ambiguous:
