@@ -210,12 +210,12 @@ class LabelStudioTeam:
 
 
 def test_smollm2_and_two_people_in_label_studio_label_a_d2t_slice(
-    server,
-    browser,
+    server,  # noqa: F811 - the fixture
+    browser,  # noqa: F811 - the fixture
     smollm2_4k,
     tmp_path,
     shared_data_dir,
-    monkeypatch,  # noqa: F811
+    monkeypatch,
 ) -> None:
     import datasets
 

@@ -387,9 +387,10 @@ def parse_span_answer(
 
     Unusable (``unparseable``): no JSON list; an entry without a quote or a type; a type
     outside ``labels`` (when given). A list cut off mid-way (the answer ran out of tokens)
-    keeps its complete entries, and ``reason`` says so. Quotes that are not in the text, or occur several times
-    without an occurrence, are kept out or placed by :func:`locate_quotes` and named in
-    ``reason`` (the answer stays usable: what was found counts)."""
+    keeps its complete entries, and ``reason`` says so. Quotes that are not in the text,
+    or occur several times without an occurrence, are kept out or placed by
+    :func:`locate_quotes` and named in ``reason`` (the answer stays usable: what was found
+    counts)."""
     body = (raw or "").strip()
     if not body:
         return Parsed("unparseable", None, "empty answer")
