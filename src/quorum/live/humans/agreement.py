@@ -226,11 +226,13 @@ def agreement_lines(ag: dict[str, Any]) -> list[str]:
             f"agreement among people: alpha {_num(p['alpha'])} over "
             f"{p['items_with_2plus']} item(s) with 2+ human labels ({p['labels']} labels)"
         )
+    measure = ag.get("measure") or "the same label"
+    how = "" if measure == "the same label" else f" ({measure})"
     for m in ag["models"]:
         if m["items"]:
             lines.append(
-                f"agreement of {m['annotator']} with the human vote: {_num(m['agreement'])} "
-                f"on {m['items']} item(s), kappa {_num(m['kappa'])}"
+                f"agreement of {m['annotator']} with the human vote{how}: "
+                f"{_num(m['agreement'])} on {m['items']} item(s), kappa {_num(m['kappa'])}"
             )
     if ag["everyone"]["alpha"] is not None:
         lines.append(
