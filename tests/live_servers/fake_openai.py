@@ -61,6 +61,8 @@ class FakeServer:
         if "summarization task" in content:
             text = content.rsplit("following text", 1)[-1]
             return " ".join(text.split()[:12])
+        if "span annotation task" in content:
+            return "[]"
         if self.args.mode == "first_label":
             return "Label: 0"
         return f"Label: {h % self.args.labels}"
@@ -76,7 +78,9 @@ class FakeServer:
             plan = "401"
         self.n += 1
         if self.log:
-            rec = {"t": time.time(), "key": _key(model, messages), "model": model, "plan": plan}
+            rec = {"t": time.time(), "key": _key(model, messages), "model": model, "plan": plan,
+                   "constrained": "grammar" in body or "response_format" in body,
+                   "chars": len(content)}  # fmt: skip
             self.log.write(json.dumps(rec) + "\n")
         await asyncio.sleep(self.args.latency + self.rng.random() * self.args.jitter)
         if plan in ("500", "dead"):
@@ -99,6 +103,11 @@ class FakeServer:
             auth = request.headers.get("Authorization", "")
             msg = f"Incorrect API key provided: {auth}"
             return web.json_response({"error": {"message": msg}}, status=500)
+        if self.args.max_prompt_chars and len(content) > self.args.max_prompt_chars:
+            return web.json_response(  # as llama.cpp's server: with or without a grammar
+                {"error": {"message": "Requested tokens exceed context window",
+                           "code": "context_length_exceeded"}}, status=400,
+            )  # fmt: skip
         if plan == "timeout":
             await asyncio.sleep(self.args.hang)
         if plan == "slow":
@@ -147,6 +156,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--hang", type=float, default=5.0, help="seconds a 'timeout' request hangs")
     p.add_argument("--slow", type=float, default=0.3, help="extra seconds of a 'slow' answer")
     p.add_argument("--dead", action="store_true", help="answer every request with a 500")
+    p.add_argument("--max-prompt-chars", type=int, default=0,
+                   help="a 400 (context_length_exceeded) for a longer prompt")  # fmt: skip
     return p.parse_args(argv)
 
 

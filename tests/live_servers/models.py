@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 POSITIVE = {"good", "great", "fun", "charming", "best", "love", "enjoy", "beautiful", "funny"}
 
 
@@ -37,3 +39,29 @@ def longer_output(text: str) -> str:
 def first_shown(text: str) -> str:
     """Always prefers the output shown first (position bias: never consistent)."""
     return "Output (1)"
+
+
+#: the span types of the span tests' local models, and the words each marks
+SPAN_WORDS = {"Team": ("Arsenal", "Spurs", "Chelsea", "Leeds"), "Day": ("Sunday", "Monday")}
+
+
+def span_spotter(text: str) -> str:
+    """Quotes every known word of the text with its type (a JSON list of quotes, as an LLM
+    answers a span task), each occurrence numbered."""
+    out = []
+    for typ, words in SPAN_WORDS.items():
+        for w in words:
+            for k in range(1, text.count(w) + 1):
+                out.append({"quote": w, "type": typ, "occurrence": k})
+    return json.dumps(out)
+
+
+def span_days_only(text: str) -> str:
+    """Marks only the days, by offsets (a model that misses the teams)."""
+    out = []
+    for w in SPAN_WORDS["Day"]:
+        at = text.find(w)
+        while at >= 0:
+            out.append({"start": at, "end": at + len(w), "label": "Day"})
+            at = text.find(w, at + 1)
+    return json.dumps(out)

@@ -53,12 +53,15 @@ _DISCRETE: dict[TaskType, bool] = {}
 class ItemView:
     """What a prompt, a human task or a parser needs to know about one item; ``fields``:
     the item's named parts a kind reads from their own columns (a pairwise item's
-    instruction and two outputs, :attr:`TaskKind.item_fields`), as ``(name, value)``."""
+    instruction and two outputs, :attr:`TaskKind.item_fields`), as ``(name, value)``;
+    ``context``: data the text is about or was written from (a live project's
+    ``items.context_column``), shown beside the text, never annotated."""
 
     item_id: str
     text: str
     choices: tuple[str, ...] | None = None
     fields: tuple[tuple[str, str], ...] = ()
+    context: str | None = None
 
     def field(self, name: str) -> str | None:
         """The value of the field ``name`` (None: the item has none)."""
@@ -268,6 +271,21 @@ class TaskKind(ABC):
     ) -> tuple[bool, str | None]:
         """(whether ``result`` is this control's, a person's raw answer in it)."""
 
+    def labelstudio_result(
+        self,
+        results: Sequence[Mapping[str, Any]],
+        unshown: Callable[[str], str],
+        text: str | None = None,
+    ) -> str | None:
+        """A person's raw answer in one annotation's ``result`` list, ``text`` being the
+        item's text (None: nothing given with the kind's control). The default: the first
+        result of the kind's control (:meth:`labelstudio_raw`)."""
+        for r in results:
+            mine, raw = self.labelstudio_raw(r, unshown)
+            if mine:
+                return raw
+        return None
+
     def labelstudio_value(self, raw: str, options: list[str]) -> str:
         """A raw Label Studio answer as an output value."""
         return raw
@@ -275,8 +293,9 @@ class TaskKind(ABC):
     @abstractmethod
     def labelstudio_prediction(
         self, output: str, options: list[str], shown: Callable[[str], str]
-    ) -> tuple[dict[str, Any], str] | None:
-        """An LLM's output as a pre-annotation ``(value, type)`` (None: cannot be shown)."""
+    ) -> tuple[dict[str, Any] | list[dict[str, Any]], str] | None:
+        """An LLM's output as a pre-annotation ``(value, type)``, a list of values for one
+        region each (a span list); None: it cannot be shown."""
 
     # -- capabilities a kind may add (defaults keep classification and summarization) ----
     #: the ``[task]`` keys the kind takes beyond labels (passed to its constructor)
@@ -346,6 +365,45 @@ class TaskKind(ABC):
         """Request fields constraining an answer to ``forms`` under ``mode`` ("grammar",
         "json_schema"); None: the one-option-of-``forms`` constraint of label kinds."""
         return None
+
+    def constraint_for(self, mode: str, item: ItemView) -> dict[str, Any] | None:
+        """Request fields constraining an answer on ``item`` (a kind whose constraint
+        depends on the item's text overrides this); the default: :meth:`constraint` of
+        the item's :meth:`answer_forms`."""
+        return self.constraint(mode, self.answer_forms(item))
+
+    def human_answer_help(self, item: ItemView) -> str | None:
+        """What a person may answer on ``item``, for the message about an answer that is
+        not usable (None: the label kinds' message, naming the labels)."""
+        return None
+
+    #: outputs are spans of the item's text (the report page highlights them)
+    marks_text: ClassVar[bool] = False
+
+    def text_spans(self, output: str | None) -> list[tuple[int, int, str]]:
+        """The ``(start, end, label)`` character spans an output marks in its item's
+        text (empty for kinds whose outputs are not spans)."""
+        return []
+
+    #: k people's answers on one item are voted with the kind's weighted vote and each
+    #: person's reliability is their mean score against the reference (see
+    #: :mod:`quorum.live.humans.reliability`), not a Dawid-Skene fit over equal answers
+    graded_people: ClassVar[bool] = False
+
+    def weighted_vote(
+        self,
+        outputs: Mapping[str, str],
+        weights: Mapping[str, float],
+        priority: list[str] | None = None,
+    ) -> str | None:
+        """Several outputs of one item as one, each annotator with the weight given (k
+        people's answers where :attr:`graded_people`; ``priority`` breaks ties)."""
+        raise NotImplementedError(f"{type(self).__name__} has no weighted vote of people")
+
+    def people_score(self, output: str, reference: str) -> float:
+        """How right a person's ``output`` is against ``reference``, in [0, 1] (their
+        reliability's evidence where :attr:`graded_people`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not score people")
 
     def hf_label_column(self, values: list[str | None]) -> tuple[list[Any], Any] | None:
         """The Hugging Face ``label`` column and its feature for exported outputs (None:

@@ -440,7 +440,7 @@ class Pairwise(Classification):
         fields = tuple((trade.get(k, k), v) for k, v in item.fields)
         order = {k: i for i, k in enumerate(PAIR_FIELDS)}
         fields = tuple(sorted(fields, key=lambda kv: order.get(kv[0], len(order))))
-        return ItemView(item.item_id, text, item.choices, fields)
+        return ItemView(item.item_id, text, item.choices, fields, item.context)
 
     def swap_back(self, output: str | None) -> str | None:
         """A verdict on the swapped order in the original numbering (:func:`swap_back`)."""

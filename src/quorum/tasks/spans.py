@@ -365,6 +365,20 @@ def _occurrences(text: str, quote: str) -> list[tuple[int, int]]:
 _JSON_LIST = re.compile(r"\[.*\]", re.S)
 
 
+def _complete_part(body: str) -> list[Any] | None:
+    """The complete entries of a JSON list of objects cut off mid-way (an answer that ran
+    out of ``max_tokens``): the list up to its last ``}``, closed; None where there is no
+    complete entry."""
+    start, end = body.find("["), body.rfind("}")
+    if start < 0 or end < start:
+        return None
+    try:
+        data = json.loads(body[start : end + 1] + "]")
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, list) and data else None
+
+
 def parse_span_answer(
     raw: str | None, text: str, labels: Sequence[str], ambiguous: str = "first_unused"
 ) -> Parsed:
@@ -372,13 +386,16 @@ def parse_span_answer(
     object with such a list under ``spans``) as a canonical span string.
 
     Unusable (``unparseable``): no JSON list; an entry without a quote or a type; a type
-    outside ``labels`` (when given). Quotes that are not in the text, or occur several times
-    without an occurrence, are kept out or placed by :func:`locate_quotes` and named in
-    ``reason`` (the answer stays usable: what was found counts)."""
+    outside ``labels`` (when given). A list cut off mid-way (the answer ran out of tokens)
+    keeps its complete entries, and ``reason`` says so. Quotes that are not in the text,
+    or occur several times without an occurrence, are kept out or placed by
+    :func:`locate_quotes` and named in ``reason`` (the answer stays usable: what was found
+    counts)."""
     body = (raw or "").strip()
     if not body:
         return Parsed("unparseable", None, "empty answer")
     data: Any = None
+    cut = False
     try:
         data = json.loads(body)
     except json.JSONDecodeError:
@@ -388,6 +405,8 @@ def parse_span_answer(
                 data = json.loads(m.group(0))
             except json.JSONDecodeError:
                 data = None
+        if data is None:
+            data, cut = _complete_part(body), True
     if isinstance(data, dict):
         data = data.get("spans")
     if not isinstance(data, list):
@@ -407,12 +426,108 @@ def parse_span_answer(
         occ = entry.get("occurrence")
         quotes.append((quote, lab, occ if isinstance(occ, int) else None))
     found = locate_quotes(text, quotes, ambiguous)
-    notes = []
+    notes = [f"the answer stops mid-list: its {len(data)} complete span(s) kept"] if cut else []
     if found.unfound:
         notes.append(f"quotes not in the text: {list(found.unfound)}")
     if found.ambiguous:
         notes.append(f"quotes found several times: {list(found.ambiguous)} ({ambiguous})")
     return Parsed("ok", encode_spans(found.spans), "; ".join(notes))
+
+
+# -- constrained answers ---------------------------------------------------------------------
+#: a token of the text a grammar quote is made of: a word, or one other visible character
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def _gbnf(s: str) -> str:
+    """``s`` as a GBNF string literal."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def span_grammar(text: str, labels: Sequence[str], max_spans: int = 20,
+                 max_tokens: int = 2000) -> str:  # fmt: skip
+    """A GBNF grammar (llama.cpp) of a span answer on ``text``: a JSON list of at most
+    ``max_spans`` objects ``{"quote": ..., "type": ...[, "occurrence": 1-9]}`` whose type
+    is one of ``labels``. A quote is a run of consecutive tokens of the text (words, and
+    single other characters, with the text's spacing between them: a single space where
+    the text has any white space), so every quote the grammar allows is in the text; a text
+    of more than ``max_tokens`` tokens gets any JSON string as quote instead (the grammar
+    would hold a rule per token).
+
+    >>> g = span_grammar("He said no.", ["Other"])
+    >>> [line for line in g.splitlines() if line[:1] == "t" and line[1].isdigit()]
+    ['t0 ::= "He" (" " t1)?', 't1 ::= "said" (" " t2)?', 't2 ::= "no" (t3)?', 't3 ::= "."']
+    """
+    toks = [(m.start(), m.end()) for m in _TOKEN.finditer(text)]
+    types = " | ".join(_gbnf(json.dumps(lab, ensure_ascii=False)) for lab in labels)
+    more = f' (ws "," ws span){{0,{max_spans - 1}}}' if max_spans > 1 else ""
+    lines = [
+        f'root ::= "[" ws (span{more})? ws "]"',
+        'span ::= "{" ws "\\"quote\\"" ws ":" ws quote ws "," ws "\\"type\\"" ws ":" ws type '
+        '(ws "," ws "\\"occurrence\\"" ws ":" ws [1-9])? ws "}"',
+        f"type ::= {types}",
+        "ws ::= [ ]?",
+    ]
+    if not toks or len(toks) > max_tokens:
+        lines.append(r'quote ::= "\"" ([^"\\\x00-\x1F] | "\\" ["\\/bfnrt])+ "\""')
+        return "\n".join(lines)
+    lines.append('quote ::= "\\"" (' + " | ".join(f"t{i}" for i in range(len(toks))) + ') "\\""')
+    for i, (a, b) in enumerate(toks):
+        lit = _gbnf(json.dumps(text[a:b], ensure_ascii=False)[1:-1])
+        if i + 1 == len(toks):
+            lines.append(f"t{i} ::= {lit}")
+        else:
+            sep = '" " ' if toks[i + 1][0] > b else ""
+            lines.append(f"t{i} ::= {lit} ({sep}t{i + 1})?")
+    return "\n".join(lines)
+
+
+def span_schema(labels: Sequence[str]) -> dict[str, Any]:
+    """The OpenAI structured-output schema of a span answer: an object ``{"spans": [...]}``
+    of ``{"quote", "type"}`` objects, the type one of ``labels`` (strict mode: every
+    property required, so no ``occurrence``)."""
+    item = {
+        "type": "object",
+        "properties": {
+            "quote": {"type": "string"},
+            "type": {"type": "string", "enum": list(labels)},
+        },
+        "required": ["quote", "type"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {"spans": {"type": "array", "items": item}},
+        "required": ["spans"],
+        "additionalProperties": False,
+    }
+
+
+# -- Label Studio regions ----------------------------------------------------------------------
+def _index_of_utf16(text: str, units: int) -> int:
+    """The character index of ``text`` at ``units`` UTF-16 code units (JavaScript's string
+    offsets count a character outside the BMP twice)."""
+    n = 0
+    for i, ch in enumerate(text):
+        if n >= units:
+            return i
+        n += 2 if ord(ch) > 0xFFFF else 1
+    return len(text)
+
+
+def region_offsets(value: Mapping[str, Any], text: str | None) -> tuple[int | None, int | None]:
+    """The character offsets of a Label Studio text region: its ``start``/``end``, read as
+    UTF-16 code units where that is what makes them cover the region's own ``text`` (a
+    character outside the BMP before it); (None, None) without integer offsets."""
+    try:
+        a, b = int(value["start"]), int(value["end"])
+    except (KeyError, TypeError, ValueError):
+        return None, None
+    quoted = value.get("text")
+    if text is None or not isinstance(quoted, str) or text[a:b] == quoted:
+        return a, b
+    a2, b2 = _index_of_utf16(text, a), _index_of_utf16(text, b)
+    return (a2, b2) if text[a2:b2] == quoted else (a, b)
 
 
 # -- the kind ----------------------------------------------------------------------------------
@@ -440,14 +555,35 @@ class Spans(TaskKind):
     max_tokens = 512
     labelstudio_name = "spans"
     people_vote = True
-    constrained_output = False
+    people_choose = True
+    constrained_output = True
+    logprob_confidence = False
     audit_llm_by_value = True
+    marks_text = True
+    graded_people = True
 
     #: the share of the item's weight a span group needs to be kept (SpanVote.support)
     support: float = 0.5
+    #: the most spans a constrained answer may list
+    max_spans: int = 20
+    #: a text with more tokens gets a grammar whose quotes are any string (span_grammar)
+    grammar_max_tokens: int = 2000
 
     def aggregator(self, w_human: float, w_llm: float, threshold: float) -> SpanVote:
         return SpanVote(w_human, w_llm, threshold, self.support)
+
+    def weighted_vote(
+        self,
+        outputs: Mapping[str, str],
+        weights: Mapping[str, float],
+        priority: list[str] | None = None,
+    ) -> str | None:
+        """The span vote (:class:`SpanVote`) of people's span lists with their weights."""
+        return SpanVote(support=self.support).weighted(outputs, weights, priority)[0]
+
+    def people_score(self, output: str, reference: str) -> float:
+        """Overlap span F1."""
+        return span_f1(output, reference)
 
     def metric(self, outputs: pd.Series, references: pd.Series, language: str) -> float:
         refs = references.reindex(outputs.index) if len(outputs) else references
@@ -472,7 +608,17 @@ class Spans(TaskKind):
         return span_f1
 
     def parse(self, parser: LabelParser | None, text: str | None, item: ItemView) -> Parsed:
-        return parse_span_answer(text, item.text, self.labels)
+        """Quoted spans (:func:`parse_span_answer`); an answer that is already a span list
+        with offsets (a local model's, the gold column's) is taken as it is where every
+        span fits the text and has a known type, and is unusable where one does not."""
+        try:
+            spans = decode_spans(text or "")
+        except ValueError:
+            return parse_span_answer(text, item.text, self.labels)
+        bad = check_spans(spans, len(item.text), self.labels)
+        if bad:
+            return Parsed("unparseable", None, bad[0])
+        return Parsed("ok", encode_spans(spans))
 
     def placeholder(self, item_id: str, gold: Any, rng: np.random.Generator) -> str:
         if isinstance(gold, str):
@@ -495,6 +641,43 @@ class Spans(TaskKind):
     def human_options(self, item: ItemView) -> list[str]:
         return self.display_labels()
 
+    def answer_forms(self, item: ItemView) -> list[str]:
+        """The span types a constrained answer may name."""
+        return self.display_labels()
+
+    def constraint_for(self, mode: str, item: ItemView) -> dict[str, Any] | None:
+        """A grammar whose quotes are runs of the item's text (:func:`span_grammar`), or
+        the JSON schema of a span answer (:func:`span_schema`)."""
+        if mode == "grammar":
+            g = span_grammar(item.text, self.display_labels(), self.max_spans,
+                             self.grammar_max_tokens)  # fmt: skip
+            return {"grammar": g}
+        if mode == "json_schema":
+            return {
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": "spans", "strict": True,
+                                    "schema": span_schema(self.display_labels())},
+                }
+            }  # fmt: skip
+        return None
+
+    def text_spans(self, output: str | None) -> list[tuple[int, int, str]]:
+        if not isinstance(output, str):
+            return []
+        try:
+            return list(decode_spans(output))
+        except ValueError:
+            return []
+
+    def human_answer_help(self, item: ItemView) -> str | None:
+        return (
+            'give a JSON list of {"start", "end", "label"} (character offsets into the text, '
+            f"0 <= start < end <= {len(item.text)}, end exclusive) with labels from "
+            f'{self.labels}, or of {{"quote", "type"}} whose quotes occur once in the text; '
+            "[] for no span"
+        )
+
     def match_human(self, raw: str, item: ItemView) -> str | None:
         """A person's spans: a JSON list of ``{start, end, label}`` (offsets) or of
         ``{quote, type}``; None when unreadable or a span does not fit the text."""
@@ -508,8 +691,9 @@ class Spans(TaskKind):
         return encode_spans(spans)
 
     def labelstudio_control(self) -> str:
-        labels = "".join(f'<Label value="{lab}"/>' for lab in self.display_labels())
-        return f'<Labels name="{self.labelstudio_name}" toName="text">{labels}</Labels>'
+        """``Labels`` over the text whose labels are the task's options (``$options``, task
+        data: the config holds no project text)."""
+        return f'<Labels name="{self.labelstudio_name}" toName="text" value="$options"/>'
 
     def labelstudio_raw(
         self, result: Mapping[str, Any], unshown: Callable[[str], str]
@@ -525,14 +709,87 @@ class Spans(TaskKind):
             return True, json.dumps([span])
         return False, None
 
+    def labelstudio_result(
+        self,
+        results: Sequence[Mapping[str, Any]],
+        unshown: Callable[[str], str],
+        text: str | None = None,
+    ) -> str | None:
+        """Every region of the ``Labels`` control in one annotation, joined into one span
+        list (a region with several labels is one span per label; its offsets read by
+        :func:`region_offsets`); an annotation without a region is ``[]``, no span. A
+        region without offsets gives an answer that is not a span list, reported as such."""
+        value_of = {self.label_names.get(lab, lab): lab for lab in self.labels}
+        spans: list[list[Any]] = []
+        for r in results:
+            v = r.get("value") or {}
+            if r.get("from_name") != self.labelstudio_name and "labels" not in v:
+                continue
+            a, b = region_offsets(v, text)
+            labs = [unshown(str(x)) for x in v.get("labels") or []] or [None]
+            spans.extend([a, b, value_of.get(lab, lab) if lab else lab] for lab in labs)
+        return json.dumps(spans, ensure_ascii=False)
+
     def labelstudio_prediction(
         self, output: str, options: list[str], shown: Callable[[str], str]
-    ) -> tuple[dict[str, Any], str] | None:
-        spans = decode_spans(output)
+    ) -> tuple[Any, str] | None:
+        """Every span as a region of the ``Labels`` control (a list of values)."""
+        try:
+            spans = decode_spans(output)
+        except ValueError:
+            return None
         if not spans:
             return None
-        a, b, lab = spans[0]
-        return {"start": a, "end": b, "labels": [shown(lab)]}, "labels"
+        return [
+            {"start": a, "end": b, "labels": [shown(self.label_names.get(lab, lab))]}
+            for a, b, lab in spans
+        ], "labels"
+
+    def hf_label_column(self, values: list[str | None]) -> tuple[list[Any], Any]:
+        """A list of span structs ``{start, end, label}`` per item (``label`` a
+        ``ClassLabel`` of the span types; ``[]``: no span; None: the item has no label);
+        an output that is no span list of this task is an error."""
+        import datasets
+
+        index = {lab: k for k, lab in enumerate(self.labels)}
+        out: list[list[dict[str, int]] | None] = []
+        for v in values:
+            if v is None:
+                out.append(None)
+                continue
+            try:
+                spans = decode_spans(v)
+            except ValueError:
+                raise DataValidationError(f"export: {v!r:.80} is not a span list") from None
+            bad = sorted({lab for _, _, lab in spans} - set(index))
+            if bad:
+                raise DataValidationError(f"export: span types {bad} are not in task.labels")
+            out.append([{"start": a, "end": b, "label": index[lab]} for a, b, lab in spans])
+        feature = datasets.List(
+            {
+                "start": datasets.Value("int64"),
+                "end": datasets.Value("int64"),
+                "label": datasets.ClassLabel(names=list(self.labels)),
+            }
+        )
+        return out, feature
+
+    def check_frames(
+        self, items: pd.DataFrame, annotations: pd.DataFrame
+    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """Gold spans (and answers, where the frame has ``text``) as canonical strings
+        checked against the item's text and the span types; a span outside its text, with
+        start >= end or of an unknown type is a one-line DataValidationError naming the
+        item."""
+        if "gold" not in items.columns or "text" not in items.columns:
+            return items, annotations
+        items = items.copy()
+        items["gold"] = [
+            _canonical(g, t, f"gold of item {i}", self.labels)
+            for i, t, g in zip(items["item_id"], items["text"].astype(str), items["gold"],
+                               strict=True)
+        ]  # fmt: skip
+        return items, annotations
 
     # -- a dataset folder as it is ------------------------------------------------------------
     @classmethod
@@ -601,10 +858,14 @@ class Spans(TaskKind):
         return task, items.drop(columns=[GOLD_COLUMN]), ann
 
 
-def _canonical(value: Any, text: str, where: str) -> str | None:
+def _canonical(
+    value: Any, text: str, where: str, labels: Sequence[str] | None = None
+) -> str | None:
     """A span list (JSON string or list) as the canonical string, checked against its
-    text; None for a missing value."""
+    text (and the span types ``labels``, where given); None for a missing value."""
     if value is None or (isinstance(value, float) and np.isnan(value)):
+        return None
+    if isinstance(value, str) and not value.strip():
         return None
     try:
         spans = (
@@ -612,7 +873,7 @@ def _canonical(value: Any, text: str, where: str) -> str | None:
         )
     except (ValueError, TypeError) as exc:
         raise DataValidationError(f"{where}: {exc}") from exc
-    bad = check_spans(spans, len(text))
+    bad = check_spans(spans, len(text), labels)
     if bad:
         raise DataValidationError(f"{where}: {bad[0]}")
     return encode_spans(spans)

@@ -13,6 +13,12 @@ Three figures, each from a kept library:
 - **A confusion table** per model: rows are the human vote, columns the model's answer,
   cells the number of items; the per-class agreement is the diagonal over the row sum.
 
+For answers that are not labels but graded (span lists: a kind with ``graded_people``),
+two people rarely give the same answer, so every **agreement** is instead the mean score
+of the pairs compared (the kind's ``people_score``: for spans the overlap span F1), and
+kappa, alpha and the confusion tables, defined for labels only, are left out (``None``,
+empty); ``measure`` says which.
+
 Every figure is read from the ledger (:func:`agreement_summary`), so ``quorum status`` and
 the report show the same numbers. The answers compared are those paid for: a model's first
 parsed ``annotate`` answer per item, every human label that counts (``answered`` or
@@ -28,6 +34,7 @@ parsed ``annotate`` answer per item, every human label that counts (``answered``
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from itertools import combinations
 from typing import Any
 
@@ -39,6 +46,8 @@ from quorum.live.ledger.store import Ledger
 
 #: the long frame every function reads: one row per (item, annotator) label
 COLUMNS = ("item_id", "annotator", "label")
+#: a graded kind's score of an answer against another, in [0, 1]
+Score = Callable[[str, str], float]
 
 
 def alpha(long: pd.DataFrame) -> float | None:
@@ -66,14 +75,18 @@ def alpha(long: pd.DataFrame) -> float | None:
     return None if value != value else float(value)
 
 
-def pair_agreement(a: pd.Series, b: pd.Series) -> dict[str, Any]:
+def pair_agreement(a: pd.Series, b: pd.Series, score: Score | None = None) -> dict[str, Any]:
     """Two raters' labels (Series indexed by item): items both labelled, the share of them
     with the same label, and Cohen's kappa (``None`` where undefined: no items, or both
-    raters gave one and the same label throughout)."""
+    raters gave one and the same label throughout); with ``score``, the mean score of the
+    pairs instead of the share, and no kappa."""
     both = pd.concat([a.rename("a"), b.rename("b")], axis=1, join="inner").dropna()
     n = len(both)
     if n == 0:
         return {"items": 0, "agreement": None, "kappa": None}
+    if score is not None:
+        mean = sum(score(str(x), str(y)) for x, y in zip(both["a"], both["b"], strict=True)) / n
+        return {"items": n, "agreement": float(mean), "kappa": None}
     same = float((both["a"].astype(str) == both["b"].astype(str)).mean())
     return {"items": n, "agreement": same, "kappa": _kappa(both["a"], both["b"])}
 
@@ -130,27 +143,37 @@ def ledger_labels(ledger: Ledger) -> tuple[pd.DataFrame, pd.Series, pd.DataFrame
     return people.reset_index(drop=True), vote, models.reset_index(drop=True)
 
 
-def agreement_summary(ledger: Ledger, labels: list[str] | None = None) -> dict[str, Any]:
+def agreement_summary(
+    ledger: Ledger,
+    labels: list[str] | None = None,
+    score: Score | None = None,
+    measure: str = "the same label",
+) -> dict[str, Any]:
     """The agreement figures of a project's ledger, as plain JSON values.
 
     ``people``: alpha among the people, the items with two or more human labels, each pair
     (items, share, kappa) and each person (labels, share of agreement with the other people's
     labels of the same items, and with the human vote). ``models``: per model against the
     human vote (items, share, kappa, the confusion table and its per-class agreement).
-    ``everyone``: alpha among people and models together.
+    ``everyone``: alpha among people and models together. With ``score`` (graded answers,
+    ``measure`` naming it) every agreement is a mean score, and no kappa, alpha or confusion.
     """
     people, vote, models = ledger_labels(ledger)
     labels = [str(x) for x in (labels or [])]
     n_lab = people.groupby("item_id")["annotator"].transform("size")
     by_person = {p: g.set_index("item_id")["label"] for p, g in people.groupby("annotator")}
     pairs = [
-        {"a": a, "b": b, **pair_agreement(by_person[a], by_person[b])}
+        {"a": a, "b": b, **pair_agreement(by_person[a], by_person[b], score)}
         for a, b in combinations(sorted(by_person), 2)
     ]
     persons = []
     for p, mine in sorted(by_person.items()):
         others = people[(people["annotator"] != p) & people["item_id"].isin(mine.index)]
-        same = (others["label"].astype(str) == others["item_id"].map(mine).astype(str)).sum()
+        if score is not None:
+            mine_of = others["item_id"].map(mine).astype(str)
+            same = sum(score(str(o), m) for o, m in zip(others["label"], mine_of, strict=True))
+        else:
+            same = (others["label"].astype(str) == others["item_id"].map(mine).astype(str)).sum()
         persons.append(
             {
                 "person": p,
@@ -159,7 +182,7 @@ def agreement_summary(ledger: Ledger, labels: list[str] | None = None) -> dict[s
                 "agree_with_others": float(same / len(others)) if len(others) else None,
                 **{
                     f"{k}_vote": v
-                    for k, v in pair_agreement(mine, vote).items()
+                    for k, v in pair_agreement(mine, vote, score).items()
                     if k in ("items", "agreement")
                 },
             }
@@ -167,20 +190,22 @@ def agreement_summary(ledger: Ledger, labels: list[str] | None = None) -> dict[s
     out_models = []
     for m, g in models.groupby("annotator", sort=True):
         answers = g.set_index("item_id")["label"]
-        table = confusion(vote, answers, labels)
+        table = confusion(vote, answers, labels) if score is None else {}
         out_models.append(
             {
                 "annotator": m,
                 "answers": len(answers),
-                **pair_agreement(vote, answers),
+                **pair_agreement(vote, answers, score),
                 "confusion": table,
                 "per_class": per_class(table),
             }
         )
     everyone = pd.concat([people, models[list(COLUMNS)]], ignore_index=True)
+    nominal = score is None  # alpha (nominal) compares labels, not graded answers
     return {
+        "measure": measure,
         "people": {
-            "alpha": alpha(people),
+            "alpha": alpha(people) if nominal else None,
             "labels": len(people),
             "items_with_2plus": int(people.loc[n_lab >= 2, "item_id"].nunique()),
             "pairs": pairs,
@@ -188,7 +213,7 @@ def agreement_summary(ledger: Ledger, labels: list[str] | None = None) -> dict[s
         },
         "human_votes": len(vote),
         "models": out_models,
-        "everyone": {"alpha": alpha(everyone), "labels": len(everyone)},
+        "everyone": {"alpha": alpha(everyone) if nominal else None, "labels": len(everyone)},
     }
 
 
@@ -201,11 +226,13 @@ def agreement_lines(ag: dict[str, Any]) -> list[str]:
             f"agreement among people: alpha {_num(p['alpha'])} over "
             f"{p['items_with_2plus']} item(s) with 2+ human labels ({p['labels']} labels)"
         )
+    measure = ag.get("measure") or "the same label"
+    how = "" if measure == "the same label" else f" ({measure})"
     for m in ag["models"]:
         if m["items"]:
             lines.append(
-                f"agreement of {m['annotator']} with the human vote: {_num(m['agreement'])} "
-                f"on {m['items']} item(s), kappa {_num(m['kappa'])}"
+                f"agreement of {m['annotator']} with the human vote{how}: "
+                f"{_num(m['agreement'])} on {m['items']} item(s), kappa {_num(m['kappa'])}"
             )
     if ag["everyone"]["alpha"] is not None:
         lines.append(

@@ -29,7 +29,7 @@ import pandas as pd
 from quorum.live.humans.answer_sink import AnswerSink, Collected, line_of, task_was, where
 from quorum.live.humans.book import COUNTED, EXTRA, HumanBook
 from quorum.live.humans.queue import HumanAnswer
-from quorum.live.humans.reliability import Reliability, estimate
+from quorum.live.humans.reliability import GradedVote, Reliability, estimate, estimate_graded
 from quorum.routing.core.budget import to_units
 
 log = logging.getLogger("quorum.live")
@@ -55,12 +55,21 @@ class AnswerCollector:
         h = source.human
         assert h is not None
         self.k = h.labels_per_item
-        self.reliability = Reliability(n_classes=max(2, len(h.builder.labels)),
-                                       prior_accuracy=h.prior_accuracy)  # fmt: skip
+        #: the kind's vote and score of people's answers where they are graded (spans)
+        self.graded = GradedVote.of(source.kind)
+        self.reliability = Reliability(n_classes=self._n_classes(),
+                                       prior_accuracy=h.prior_accuracy,
+                                       graded=self.graded)  # fmt: skip
         self.quality: float | None = None
         self._fitted = False
         #: items whose answers so far are none of them a label (see :meth:`expire`)
         self._only_invalid: set[str] = set()
+
+    def _n_classes(self) -> int:
+        """The number of labels of the one-coin weights (2 for graded answers)."""
+        h = self.src.human
+        assert h is not None
+        return 2 if self.graded is not None else max(2, len(h.builder.labels))
 
     # -- reading ---------------------------------------------------------------------
     def rows(self) -> dict[str, list[tuple[str, HumanAnswer]]]:
@@ -347,13 +356,17 @@ class AnswerCollector:
         frame = pd.DataFrame({"task": lab["request_key"], "worker": lab["person"].fillna(""),
                               "label": lab["label"]})  # fmt: skip
         gold = {}
-        if self.src.gold and self.src.kind.discrete:
+        if self.src.gold and (self.src.kind.discrete or self.graded is not None):
             for k, iid in zip(lab["request_key"], lab["item_id"], strict=True):
                 g = self.src.gold.get(iid)
                 if g is not None:
                     gold[k] = g
-        self.reliability = estimate(frame, gold, max(2, len(h.builder.labels)),
-                                    h.prior_accuracy, h.prior_strength)  # fmt: skip
+        if self.graded is not None:
+            self.reliability = estimate_graded(frame, gold, self.graded, h.prior_accuracy,
+                                               h.prior_strength)  # fmt: skip
+        else:
+            self.reliability = estimate(frame, gold, self._n_classes(), h.prior_accuracy,
+                                        h.prior_strength)  # fmt: skip
         tasks = self.src.ledger.human_tasks("answered")
         confs = []
         groups = {k: g for k, g in lab.groupby("request_key")} if len(lab) else {}

@@ -5,9 +5,11 @@
 ``<queue>/pending.csv`` lists what waits for a human (``item_id, text, instructions,
 choices``; with several labels per item also ``labels_wanted`` and ``answered_by``, the
 people who already labelled it; then the item's named parts, e.g. a pair's
-``instruction, output_1, output_2`` side by side) and ``<queue>/answers.csv`` (``item_id, label[,
-annotator]``) is read back; with several labels per item the ``annotator`` column says who
-is who (rows without it count as one person).
+``instruction, output_1, output_2`` side by side; with items that have a context, last,
+``context``) and ``<queue>/answers.csv`` (``item_id, label[, annotator]``) is read back; with
+several labels per item the ``annotator`` column says who is who (rows without it count as
+one person). A span task's ``label`` is a JSON list of spans (the kind's
+:meth:`~quorum.tasks.base.TaskKind.match_human`).
 
 The queue only transports rows; :func:`match_label` turns an answer into a label, exactly:
 the label value, the label name, the option text shown in ``choices``, or the index into
@@ -126,15 +128,20 @@ class FileHumanQueue(HumanQueue):
         team = any(t.wanted > 1 for t in self._tasks.values())
         # the item's named parts (a pair's instruction and two outputs), one column each
         parts = list(dict.fromkeys(k for t in self._tasks.values() for k, _ in t.item.fields))
+        context = any(t.item.context is not None for t in self._tasks.values())
         with tmp.open("w", newline="", encoding="utf-8") as f:
             w = csv.writer(f)
             head = ["item_id", "text", "instructions", "choices"]
-            w.writerow([*head, "labels_wanted", "answered_by", *parts] if team else [*head, *parts])
+            head += ["labels_wanted", "answered_by"] if team else []
+            w.writerow([*head, *parts, *(["context"] if context else [])])
             for t in sorted(self._tasks.values(), key=lambda t: t.item.item_id):
                 row = [t.item.item_id, t.item.text, t.instructions, json.dumps(t.choices)]
                 if team:
                     row += [t.wanted, json.dumps(list(t.answered_by))]
-                w.writerow([*row, *(t.item.field(k) or "" for k in parts)])
+                row += [t.item.field(k) or "" for k in parts]
+                if context:
+                    row.append(t.item.context or "")
+                w.writerow(row)
         os.replace(tmp, self.pending_path)
 
     def _file_stamp(self) -> tuple | None:

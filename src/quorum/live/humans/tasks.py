@@ -14,10 +14,11 @@ from quorum.tasks.base import ItemView, TaskKind
 
 def task_key(arm: HumanArm, item: ItemView) -> str:
     """The request key of ``item``'s human task (the same item and page: the same task)."""
-    return request_key(
-        {"human": arm.name, "text": item.text, "choices": item.choices,
-         "instructions": arm.builder.instructions, "item_id": item.item_id}
-    )  # fmt: skip
+    page = {"human": arm.name, "text": item.text, "choices": item.choices,
+            "instructions": arm.builder.instructions, "item_id": item.item_id}  # fmt: skip
+    if item.context is not None:  # (without a context: the key of a project before it)
+        page["context"] = item.context
+    return request_key(page)
 
 
 def human_task(arm: HumanArm, item: ItemView, book: HumanBook, key: str | None = None) -> HumanTask:
@@ -44,6 +45,9 @@ def match_answer(arm: HumanArm | None, kind: TaskKind, item: ItemView, raw: str)
 def label_help(arm: HumanArm, item: ItemView) -> str:
     """What a person may answer on ``item`` (for a message)."""
     b = arm.builder
+    own = b.kind.human_answer_help(item)
+    if own is not None:  # the kind's own form (e.g. a span list)
+        return own
     opts = b.options(item)
     names = [b.label_names.get(lab, lab) for lab in b.labels]
     shown = sorted(set(b.labels) | set(names) | set(opts), key=str)

@@ -3,7 +3,8 @@
 Every submitted annotation becomes a :class:`LabelStudioAnswer` with the identity (e-mail)
 of the annotator who gave it (:class:`People`); the chosen option comes back as its label
 value (the caller matches it with :func:`~quorum.live.humans.queue.match_label`, like the file
-queue's rows), a summary as its text.
+queue's rows), a summary as its text, a span task's regions (one result each) as one span
+list with character offsets (:meth:`~quorum.tasks.base.TaskKind.labelstudio_result`).
 """
 
 from __future__ import annotations
@@ -92,19 +93,21 @@ class AnswerReader:
     def answers(self, item_id: str, task: dict[str, Any]) -> list[LabelStudioAnswer]:
         """The answers of one task (as the API lists it, with its annotations)."""
         opts = task_options(task.get("data"))
+        text = (task.get("data") or {}).get("text")
         out = []
         for a in task.get("annotations") or []:
             if a.get("was_cancelled"):
                 continue
-            ans = self._answer(item_id, int(task["id"]), opts, a)
+            ans = self._answer(item_id, int(task["id"]), opts, a, text)
             if ans is not None:
                 out.append(ans)
         return out
 
     def _answer(
-        self, item_id: str, task_id: int, opts: list[str], a: dict[str, Any]
-    ) -> LabelStudioAnswer | None:
-        raw = self._raw(a.get("result") or [])
+        self, item_id: str, task_id: int, opts: list[str], a: dict[str, Any],
+        text: str | None = None,
+    ) -> LabelStudioAnswer | None:  # fmt: skip
+        raw = self._raw(a.get("result") or [], text)
         if raw is None:
             return None
         return LabelStudioAnswer(
@@ -113,13 +116,10 @@ class AnswerReader:
             submitted_at=timestamp(a.get("created_at")), lead_time=a.get("lead_time"),
         )  # fmt: skip
 
-    def _raw(self, result: list[dict[str, Any]]) -> str | None:
-        """The first answer in ``result`` given with the kind's control."""
-        for r in result:
-            mine, raw = self.kind.labelstudio_raw(r, unshown)
-            if mine:
-                return raw
-        return None
+    def _raw(self, result: list[dict[str, Any]], text: str | None = None) -> str | None:
+        """The answer in ``result`` given with the kind's control (the first one; a span
+        task's regions joined into one span list), ``text`` being the item's text."""
+        return self.kind.labelstudio_result(result, unshown, text)
 
     def _value(self, raw: str, opts: list[str]) -> str:
         """A chosen option's label value (known by its position, so never ambiguous); any

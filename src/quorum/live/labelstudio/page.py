@@ -21,7 +21,7 @@ from quorum.tasks.registry import kind_of
 ITEM_KEY = "quorum_item_id"
 PRIORITY_KEY = "quorum_priority"
 #: data columns the annotators' task list hides (bookkeeping, or shown on the page anyway)
-HIDDEN_COLUMNS = (ITEM_KEY, PRIORITY_KEY, "options", "instructions")
+HIDDEN_COLUMNS = (ITEM_KEY, PRIORITY_KEY, "options", "instructions", "context")
 TASK_LIST_TITLE = "Tasks (QUORUM)"
 FROM_LABEL = "label"
 FROM_SUMMARY = "summary"
@@ -30,13 +30,19 @@ FROM_SUMMARY = "summary"
 _WJ = "\u2060"
 
 
-def label_config(kind: TaskKind | TaskType, instructions: bool = True) -> str:
+def label_config(
+    kind: TaskKind | TaskType, instructions: bool = True, context: bool = False
+) -> str:
     """The labelling interface for a task kind (its control: the kind's
     :meth:`~quorum.tasks.base.TaskKind.labelstudio_control`). It holds no text from the
-    project: the instructions, item text and options are task data shown by reference
+    project: the instructions, item text, options and the item's context (``context``:
+    the items have one, shown above the text) are task data shown by reference
     (``$name``)."""
     kind = kind if isinstance(kind, TaskKind) else kind_of(kind)
     head = '  <Header value="$instructions"/>\n' if instructions else ""
+    if context:
+        head += '  <Header value="Context" size="6"/>\n  <Text name="context" value="$context"/>\n'
+        head += '  <Header value="Text" size="6"/>\n'
     text = '  <Text name="text" value="$text"/>\n'
     more = kind.labelstudio_objects()  # e.g. a pair's two outputs side by side
     return f"<View>\n{head}{text}{more}  {kind.labelstudio_control()}\n</View>"
@@ -66,8 +72,11 @@ def task_options(data: dict[str, Any] | None) -> list[str]:
     return [unshown(str(o.get("value", ""))) for o in (data or {}).get("options") or []]
 
 
-def task_data(task: HumanTask, priority: int, instructions: bool, kind: TaskKind) -> dict:
-    """The data of the task that shows ``task`` (its place in the stream: ``priority``)."""
+def task_data(
+    task: HumanTask, priority: int, instructions: bool, kind: TaskKind, context: bool = False
+) -> dict:
+    """The data of the task that shows ``task`` (its place in the stream: ``priority``;
+    ``context``: the page shows the item's context, empty where it has none)."""
     data: dict[str, Any] = {"text": task.item.text, ITEM_KEY: task.item.item_id,
                             PRIORITY_KEY: priority}  # fmt: skip
     if instructions:
@@ -75,4 +84,6 @@ def task_data(task: HumanTask, priority: int, instructions: bool, kind: TaskKind
     if kind.people_choose:
         data["options"] = [{"value": shown(c)} for c in task.choices]
     data.update(kind.labelstudio_data(task.item, task.choices))
+    if context:
+        data["context"] = task.item.context or ""
     return data

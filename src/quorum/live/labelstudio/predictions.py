@@ -83,9 +83,12 @@ def prediction_result(p: Prediction, kind: TaskKind, choices: list[str]) -> dict
         return None
     value, control = shown_as
     name = kind.labelstudio_name
+    values = value if isinstance(value, list) else [value]  # a span list: one region each
     out: dict[str, Any] = {
         "model_version": p.annotator,
-        "result": [{"from_name": name, "to_name": "text", "type": control, "value": value}],
+        "result": [
+            {"from_name": name, "to_name": "text", "type": control, "value": v} for v in values
+        ],
     }
     if p.score is not None:
         out["score"] = p.score

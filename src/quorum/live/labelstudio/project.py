@@ -35,6 +35,7 @@ class LabelStudioProject:
     name : the project's name (the title is :func:`project_title` of it).
     task_type : classification, multiple choice or summarization.
     instructions : whether tasks carry instructions (a header on the page).
+    context : whether tasks carry the item's context (shown above the text).
     overlap : labels wanted per item, each from a different annotator.
     predictions : whether annotators see the LLM answers as pre-annotations.
     description : the description of a project this creates.
@@ -49,6 +50,7 @@ class LabelStudioProject:
         task_type: TaskType,
         *,
         instructions: bool = True,
+        context: bool = False,
         overlap: int = 1,
         predictions: bool = False,
         description: str = "",
@@ -59,6 +61,7 @@ class LabelStudioProject:
         self.title = project_title(name)
         self.task_type = task_type
         self.instructions = instructions
+        self.context = context
         self.overlap = overlap
         self.predictions = predictions
         self.description = description
@@ -131,7 +134,7 @@ class LabelStudioProject:
         body = {
             "title": self.title,
             "description": self.description,
-            "label_config": label_config(self.task_type, self.instructions),
+            "label_config": label_config(self.task_type, self.instructions, self.context),
             "sampling": "Sequential sampling",
             "maximum_annotations": self.overlap,
             "show_collab_predictions": self.predictions,
@@ -159,7 +162,7 @@ class LabelStudioProject:
                         "people see every data column", pid, exc)  # fmt: skip
 
     def _check_config(self, p: dict[str, Any]) -> None:
-        want = label_config(self.task_type, self.instructions)
+        want = label_config(self.task_type, self.instructions, self.context)
         if (p.get("label_config") or "").strip() != want:
             log.warning(
                 "Label Studio project %r has its own labelling config; QUORUM reads answers "

@@ -64,6 +64,7 @@ class LabelStudioHumanQueue(HumanQueue):
     task_type : classification, multiple choice or summarization.
     labels : the task's labels (an answer's option index maps to ``labels[index]``).
     instructions : whether tasks carry instructions (a header on the page).
+    context : whether tasks carry the item's context (shown above the text).
     predictions : where LLM answers come from, shown as pre-annotations (None: not shown).
     overlap : labels wanted per item, each from a different annotator.
     timeout : seconds a task may stay unanswered before :meth:`expired` lists it.
@@ -81,6 +82,7 @@ class LabelStudioHumanQueue(HumanQueue):
         labels: list[str] | None = None,
         *,
         instructions: bool = True,
+        context: bool = False,
         predictions: PredictionSource | None = None,
         overlap: int = 1,
         timeout: float | None = None,
@@ -91,7 +93,8 @@ class LabelStudioHumanQueue(HumanQueue):
     ) -> None:
         self.client = client
         self.project = LabelStudioProject(
-            client, project, task_type, instructions=instructions, overlap=overlap,
+            client, project, task_type, instructions=instructions, context=context,
+            overlap=overlap,
             predictions=predictions is not None, description=description,
             project_id=project_id, page_size=page_size,
         )  # fmt: skip
@@ -133,6 +136,7 @@ class LabelStudioHumanQueue(HumanQueue):
             cfg.task.type,
             cfg.task.labels,
             instructions=bool(cfg.task.instructions),
+            context=cfg.items.context_column is not None,
             predictions=preds,
             overlap=cfg.humans.labels_per_item,
             timeout=cfg.humans.timeout,
@@ -233,7 +237,9 @@ class LabelStudioHumanQueue(HumanQueue):
         payload = []
         for t in batch:
             self._priority += 1
-            data = task_data(t, self._priority, self.project.instructions, self.kind)
+            data = task_data(
+                t, self._priority, self.project.instructions, self.kind, self.project.context
+            )
             task: dict[str, Any] = {"data": data}
             p = [prediction_result(x, self.kind, t.choices)
                  for x in preds.get(t.item.item_id, [])]  # fmt: skip

@@ -259,6 +259,8 @@ class LLMAnnotator(PricedAnnotator):
         fatal = False
         t_first = time.monotonic()
         params = req.params
+        dropped: bool | None = None  # this call dropped its constraint on a 400 (True: and
+        # switched the annotator to free text): a second 400 says the constraint was not why
         n = 0
         while n < tries:
             n += 1
@@ -280,10 +282,15 @@ class LLMAnnotator(PricedAnnotator):
                     else:
                         error = self.redact(f"{type(exc).__name__}: {exc}")[:2000]
                     on_attempt(n, started, latency, outcome, error)
-                    if outcome.startswith("bad request") and self._refuses(params, error):
-                        params = {k: v for k, v in params.items() if k not in CONSTRAINT_KEYS}
-                        n -= 1  # a refused constraint is not a try of the call
-                        continue
+                    if dropped is None and outcome.startswith("bad request"):
+                        switched = not self.output.refused
+                        if self._refuses(params, error):
+                            params = {k: v for k, v in params.items() if k not in CONSTRAINT_KEYS}
+                            n -= 1  # a refused constraint is not a try of the call
+                            dropped = switched
+                            continue
+                    elif dropped and outcome.startswith("bad request"):
+                        self._unrefuse(error)
                     if not retryable or n == tries:
                         break
                     backoff = min(self.cfg.backoff_max, self.cfg.backoff_base * 2 ** (n - 1))
@@ -326,6 +333,15 @@ class LLMAnnotator(PricedAnnotator):
                 self.name, self.output.mode, error[:200],
             )  # fmt: skip
         return True
+
+    def _unrefuse(self, error: str) -> None:
+        """The request was refused without its constraint too (a prompt longer than the
+        model's context, say): the constraint was not why, so it is asked for again."""
+        self.output.refused = False
+        log.warning(
+            "annotator %r: the request was refused without constrained output too (%s); "
+            "constrained output stays on for its other calls", self.name, error[:200],
+        )  # fmt: skip
 
     def _response(self, req: Request, params: dict, reply: Reply, n: int, total: float) -> Response:
         content, pt, ct = reply.content, reply.prompt_tokens, reply.completion_tokens

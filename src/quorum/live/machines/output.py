@@ -78,8 +78,8 @@ class OutputConstraint:
         if self.mode == "free" or self.refused or not opts:
             return {}
         out: dict[str, Any] = {}
-        own = self.builder.kind.constraint(self.mode, opts) if self.builder else None
-        if own is not None:  # the kind's own form (e.g. a list of labels)
+        own = self.builder.kind.constraint_for(self.mode, item) if self.builder else None
+        if own is not None:  # the kind's own form (a list of labels, quoted spans)
             out.update(own)
         elif self.mode == "grammar":
             # the form the default prompts ask for ("Label: <index>") or an option itself

@@ -2,8 +2,10 @@
 
 Templates are plain text with ``{placeholder}`` fields (``{{`` and ``}}`` for literal
 braces). Fields: ``text``, ``labels`` (label names as a list), ``indices`` (their indices),
-``choices`` (numbered answer options), ``instructions``, ``prediction`` and ``task_verb``
-(confidence prompt only).
+``choices`` (numbered answer options), ``instructions``, ``context`` (the item's context:
+``items.context_column``, the data its text was written from), ``prediction`` and
+``task_verb`` (confidence prompt only). A project with a context column gets the bundled
+``<kind>_context`` template where there is one (spans).
 
 The prompt sent is the prompt written. The task's ``instructions`` (the header people see)
 go where a template has ``{instructions}``; besides, ``task.instructions_in_prompt`` says
@@ -25,7 +27,7 @@ from quorum.tasks.base import ItemView, TaskKind, TaskType
 from quorum.tasks.registry import kind_of
 
 FIELDS = frozenset(
-    {"text", "labels", "indices", "choices", "instructions", "prediction", "task_verb"}
+    {"text", "labels", "indices", "choices", "instructions", "context", "prediction", "task_verb"}
 )
 
 
@@ -33,6 +35,11 @@ def default_template(name: str) -> str:
     """The bundled template ``classification``, ``multiple_choice``, ``summarization`` or
     ``confidence``."""
     return resources.files("quorum.tasks").joinpath(f"templates/{name}.txt").read_text().strip()
+
+
+def has_template(name: str) -> bool:
+    """Whether a bundled template ``name`` exists."""
+    return resources.files("quorum.tasks").joinpath(f"templates/{name}.txt").is_file()
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,7 @@ class PromptBuilder:
         system_prompt: str | None = None,
         instructions_in_prompt: str = "auto",
         kind: TaskKind | None = None,
+        has_context: bool = False,
     ) -> None:
         self.task_type = TaskType(task_type)
         #: the task's kind: the options an answer may name, the verb, the prediction shown
@@ -114,6 +122,8 @@ class PromptBuilder:
                 f"{instructions_in_prompt!r}"
             )
         self.instructions_in_prompt = instructions_in_prompt
+        #: the items have a context (``items.context_column``)
+        self.has_context = has_context
 
     def prepends(self, tmpl: PromptTemplate) -> bool:
         """Whether the instructions are put before ``tmpl`` (see the module docstring)."""
@@ -133,6 +143,8 @@ class PromptBuilder:
         elif self.instructions and "instructions" in tmpl.fields:
             parts.append("task.instructions where the prompt has {instructions}")
         what = "; ".join(parts) if parts else "nothing"
+        if self.has_context and "context" not in tmpl.fields:
+            what += " (the items' context is not sent: put {context} in the prompt)"
         if self.instructions and not self.prepends(tmpl) and "instructions" not in tmpl.fields:
             what += (
                 " (task.instructions are not sent: put {instructions} in the prompt, or set "
@@ -155,6 +167,7 @@ class PromptBuilder:
             "indices": str(list(range(len(opts)))),
             "choices": "; ".join(f"{i}: {c}" for i, c in enumerate(opts)),
             "instructions": self.instructions,
+            "context": item.context or "",
             "task_verb": self.kind.task_verb,
         }
 

@@ -24,6 +24,8 @@ Modules:
 - ``sections``: The sections of a live project's report (:mod:`quorum.live.outputs.report`), in
   page order: each reads the status (and the spending events or label sources) and returns its
   HTML body and figures.
+- ``span_view``: A few items of a span task with their spans highlighted by source, for the
+  report page.
 - ``status``: ``quorum status``: what the ledger says of a project (labels, human tasks, money,
   calls).
 """

@@ -62,7 +62,7 @@ def _strategy_lines(dec: dict[str, Any]) -> list[str]:
     if isinstance(acc, dict) and acc:
         lines.append(
             "Accuracy on the calibration items: "
-            + ", ".join(f"{k} {float(v):.2f}" for k, v in acc.items())
+            + ", ".join(f"{k} {_num(v)}" for k, v in acc.items())
             + "."
         )
     return lines
@@ -128,3 +128,12 @@ def run_decision_lines(cfg: ProjectConfig, st: dict[str, Any]) -> list[str]:
     if unasked and st.get("last_run"):
         lines.append(f"Never asked (no call in the ledger): {', '.join(unasked)}.")
     return lines
+
+
+def _num(v: Any) -> str:
+    """A figure to two decimals, "n/a" where there is none (an LLM never asked on the
+    calibration items)."""
+    try:
+        return f"{float(v):.2f}"
+    except (TypeError, ValueError):
+        return "n/a"

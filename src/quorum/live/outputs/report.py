@@ -24,6 +24,7 @@ from quorum.live.ledger.store import Ledger
 from quorum.live.outputs import sections
 from quorum.live.outputs.export import export_frame
 from quorum.live.outputs.provenance import label_sources
+from quorum.live.outputs.span_view import spans_section
 from quorum.live.outputs.status import status
 from quorum.live.project.config import ProjectConfig
 from quorum.pages import render
@@ -82,6 +83,9 @@ def render_page(cfg: ProjectConfig, data: dict[str, Any]) -> str:
         sections.decisions_section(cfg, st),
         sections.quality_section(st),
     ]
+    kind = cfg.task.kind
+    if kind.marks_text:  # a span task: a few items with their spans by source
+        parts.insert(3, spans_section(data["frame"], kind, cfg.human))
     last = st.get("last_run") or {}
     meta = {
         "project": cfg.name,

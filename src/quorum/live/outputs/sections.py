@@ -182,17 +182,19 @@ def people_section(st: dict[str, Any]) -> dict:
     if not names:
         return _html_section("people", [_p("No human label yet.")])
     rows = _person_rows(names, team, persons)
+    measure = st["agreement"].get("measure") or "the same label"
     body = [
         _p(
             f"Krippendorff's alpha among the people: {_cell(ag['alpha']) or 'n/a'} over "
             f"{ag['items_with_2plus']} item(s) with two or more human labels "
             f"({ag['labels']} labels in all)."
+            + ("" if measure == "the same label" else f" Agreement here is the {measure}.")
         )
     ]
     q = st.get("human_quality")
     if q is not None:
         body.append(_p(f"The human arm's estimated quality (for the router): {q:.3f}."))
-    body.append(_person_table(rows))
+    body.append(_person_table(rows, measure))
     if ag["pairs"]:
         body.append(
             _table(
@@ -236,8 +238,21 @@ def _person_rows(
     return rows
 
 
-def _person_table(rows: list[list[Any]]) -> str:
-    """The table of :func:`_person_rows`, with what its columns mean."""
+def _person_table(rows: list[list[Any]], measure: str = "the same label") -> str:
+    """The table of :func:`_person_rows`, with what its columns mean (``measure``: what
+    agreement is, for graded answers such as span lists)."""
+    if measure != "the same label":
+        return _table(
+            "Each person",
+            ["person", "labels", "reliability", "checked", "gold right/of", "agree with others",
+             "agree with the vote"],
+            rows,
+            f"**reliability**: the estimated accuracy (the {measure} of checked answers "
+            "against gold, else against the other people's vote, shrunk to the prior; "
+            f"docs/live.md); **agree with others**: the {measure} of the person's answers "
+            f"with the other people's on the same items; **agree with the vote**: the "
+            f"{measure} with the item's human vote.",
+        )  # fmt: skip
     return _table(
         "Each person",
         [
@@ -304,6 +319,10 @@ def models_section(cfg: ProjectConfig, st: dict[str, Any]) -> dict:
             ],
         ),
     ]
+    if not any(m["confusion"] for m in models):  # graded answers (span lists): no confusion
+        measure = ag.get("measure") or "agreement"
+        body.append(_p(f"Agreement here is the {measure} of the model's answer with the vote."))
+        return _html_section("models", body)
     for m in models:
         labels = list(m["confusion"])
         rows = []

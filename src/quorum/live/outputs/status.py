@@ -74,7 +74,9 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         warnings = unparseable_warnings(ledger)
         runs = int(ledger.query("SELECT count(*) FROM runs")[0][0])
         links = _human_links(cfg, tasks.loc[tasks["status"] == "pending", "item_id"].tolist())
-        agreement = agreement_summary(ledger, cfg.task.labels)
+        kind = cfg.task.kind
+        graded = kind.people_score if kind.graded_people else None  # span lists: span F1
+        agreement = agreement_summary(ledger, cfg.task.labels, graded, _measure(kind))
         judges = judge_table(answered_pairs(ledger))  # pairwise judges asked in both orders
     finally:
         ledger.close()
@@ -195,3 +197,9 @@ def _humans(
             team, cfg.humans.labels_per_item, cfg.humans.min_evidence
         ),
     }
+
+
+def _measure(kind: Any) -> str:
+    """What an agreement figure measures for the task's kind (see
+    :func:`~quorum.live.humans.agreement.agreement_summary`)."""
+    return f"mean {kind.metric_title}" if kind.graded_people else "the same label"

@@ -220,6 +220,8 @@ class ProjectConfig(BaseModel):
         for key in ("min_labels", "max_labels"):  # multi-label keys: unset, as before them
             if data.get("task", {}).get(key, 0) is None:
                 data["task"].pop(key)
+        if data.get("items", {}).get("context_column", 0) is None:  # unset, as before it
+            data["items"].pop("context_column")
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -1,5 +1,5 @@
-"""Read the project's items file into ``item_id, text[, gold, choices]`` and the task
-kind's own columns (a pair's ``instruction, output_1, output_2, text_swapped``)."""
+"""Read the project's items file into ``item_id, text[, gold, choices, context]`` and the
+task kind's own columns (a pair's ``instruction, output_1, output_2, text_swapped``)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from quorum.errors import ConfigError, DataValidationError
@@ -72,6 +73,8 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
 def _label(x) -> str | None:
     if x is None or (isinstance(x, float) and x != x) or (isinstance(x, str) and not x.strip()):
         return None
+    if isinstance(x, list | tuple | dict | np.ndarray):  # a JSON or parquet list
+        return _context(x)
     if isinstance(x, float) and x.is_integer():
         return str(int(x))
     return str(x).strip()
@@ -186,6 +189,10 @@ def load_items(cfg: ProjectConfig) -> pd.DataFrame:
         if ic.choices_column not in cols:
             raise ConfigError(f"{where}: choices_column {ic.choices_column!r} not in {cols}")
         out["choices"] = [_choices(x) for x in df[ic.choices_column]]
+    if ic.context_column:
+        if ic.context_column not in cols:
+            raise ConfigError(f"{where}: context_column {ic.context_column!r} not in {cols}")
+        out["context"] = [None if _missing(x) else _context(x) for x in df[ic.context_column]]
     dup = out["item_id"][out["item_id"].duplicated()]
     if len(dup):
         raise DataValidationError(f"{where}: duplicate item ids, e.g. {dup.head(3).tolist()}")
@@ -194,13 +201,29 @@ def load_items(cfg: ProjectConfig) -> pd.DataFrame:
         raise DataValidationError(f"{where}: empty text for items {empty.head(5).tolist()}")
     if out.empty:
         raise DataValidationError(f"{where}: no items")
+    if "gold" in out.columns:  # the kind's canonical gold, or a one-line error naming the item
+        try:
+            out, _ = cfg.task.kind.check_frames(out, pd.DataFrame())
+        except DataValidationError as exc:
+            raise DataValidationError(f"{where}: {exc}") from None
     return out
+
+
+def _context(x) -> str:
+    """A context cell as text: a string as it is, anything else (a parquet struct or list,
+    a JSON value) as JSON."""
+    if isinstance(x, str):
+        return x
+    if isinstance(x, np.ndarray):
+        x = x.tolist()
+    return json.dumps(x, ensure_ascii=False, default=str)
 
 
 def item_views(items: pd.DataFrame, fields: Sequence[str] = ()) -> list[ItemView]:
     """The items as prompts and people see them; ``fields``: the kind's named parts
     (:attr:`~quorum.tasks.base.TaskKind.item_fields`) the frame holds."""
     has_choices = "choices" in items.columns
+    has_context = "context" in items.columns
     names = [f for f in fields if f in items.columns]
     return [
         ItemView(
@@ -208,6 +231,7 @@ def item_views(items: pd.DataFrame, fields: Sequence[str] = ()) -> list[ItemView
             str(r["text"]),
             r["choices"] if has_choices else None,
             tuple((f, str(r[f])) for f in names),
+            r["context"] if has_context else None,
         )
         for r in items.to_dict("records")
     ]

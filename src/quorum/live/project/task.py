@@ -33,6 +33,11 @@ class ItemsConfig(BaseModel):
         description="pairwise: the columns of the instruction, output 1 and output 2 "
         "(default: found by name, e.g. instruction, output_1, output_2)",
     )
+    context_column: str | None = Field(
+        default=None,
+        description="data the text is about or was written from (e.g. the table a report "
+        "describes): shown to LLMs ({context}) and people beside the text, never annotated",
+    )
     limit: int | None = Field(default=None, ge=1, description="use only the first N items")
 
     @field_validator("text_template")

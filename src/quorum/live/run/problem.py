@@ -14,7 +14,7 @@ from quorum.live.humans.queue import FileHumanQueue, HumanQueue
 from quorum.live.machines.calls import Annotator, Redactor
 from quorum.live.machines.llm import LLMAnnotator
 from quorum.live.machines.local import CallableAnnotator, LocalAnnotator
-from quorum.live.machines.prompts import PromptBuilder, PromptTemplate
+from quorum.live.machines.prompts import PromptBuilder, PromptTemplate, has_template
 from quorum.live.machines.swap import SwapAnnotator
 from quorum.live.project.annotators import AnnotatorConfig
 from quorum.live.project.config import ProjectConfig
@@ -29,8 +29,13 @@ log = logging.getLogger("quorum.live")
 
 
 def make_builder(cfg: ProjectConfig, a: AnnotatorConfig | None = None) -> PromptBuilder:
+    """The prompts of annotator ``a`` (None: the human tasks'); a project with a context
+    column gets the kind's bundled ``<template>_context`` prompt where there is one."""
     t = cfg.task
-    kind = t.type.value
+    kind = t.kind.template_name
+    context = cfg.items.context_column is not None
+    if context and has_template(f"{kind}_context"):
+        kind = f"{kind}_context"
     name = f"annotator {a.name!r}" if a else "prompt"
     return PromptBuilder(
         t.type,
@@ -44,6 +49,7 @@ def make_builder(cfg: ProjectConfig, a: AnnotatorConfig | None = None) -> Prompt
         a.system_prompt if a else None,
         t.instructions_in_prompt,
         kind=t.kind,
+        has_context=context,
     )
 
 
