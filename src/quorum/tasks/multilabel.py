@@ -42,6 +42,10 @@ from quorum.tasks.parsing import LabelParser, Parsed
 FILE_SEPARATOR = ";"
 #: characters a label name may not hold (they separate labels in answers and exports)
 FORBIDDEN_IN_LABEL = (",", ";")
+#: a label's weighted support within this of ``support`` is "exactly one half" (a tie)
+TIE_TOLERANCE = 1e-12
+#: the most labels a set held as an int64 bitmask may have (bit 63, the sign, stays 0)
+BITMASK_LABELS = 63
 
 
 def encode(labels: Iterable[str], order: Sequence[str] | None = None) -> str:
@@ -141,6 +145,8 @@ class LabelSetVote:
     support: float = 0.5
     min_labels: int = 0
     max_labels: int | None = None
+    #: a share within this of ``support`` is a tie
+    tolerance: float = TIE_TOLERANCE
 
     def _encode(self, s: Iterable[str]) -> str:
         return encode(s, self.labels)
@@ -180,7 +186,7 @@ class LabelSetVote:
         for w, o in key:
             for lab in decode(o):
                 sup[lab] = sup.get(lab, 0.0) + w
-        return any(abs(x / total - self.support) <= 1e-12 for x in sup.values())
+        return any(abs(x / total - self.support) <= self.tolerance for x in sup.values())
 
     def _keep(
         self,
@@ -194,8 +200,8 @@ class LabelSetVote:
             for lab in s:
                 sup[lab] = sup.get(lab, 0.0) + weights[a]
         share = {lab: w / total for lab, w in sup.items()}
-        keep = {lab for lab, x in share.items() if x > self.support + 1e-12}
-        tied = [lab for lab, x in share.items() if abs(x - self.support) <= 1e-12]
+        keep = {lab for lab, x in share.items() if x > self.support + self.tolerance}
+        tied = [lab for lab, x in share.items() if abs(x - self.support) <= self.tolerance]
         if tied:
             order = (priority() if callable(priority) else priority) or list(sets)
             top = next((a for a in order if a in sets), next(iter(sets)))
@@ -302,6 +308,10 @@ class MultiLabel(TaskKind):
     people_vote = True
     people_choose = True
     constrained_output = True
+    #: replay's compiled loops hold a set as a bitmask (:meth:`output_bitmasks`)
+    compiled_outputs = "label_sets"
+    #: outputs are label sets: people voted, and reported, label by label
+    label_set_outputs = True
     #: an answer's token log-probabilities are no confidence of a whole label set
     logprob_confidence = False
     #: the ``[task]`` keys this kind takes beyond labels
@@ -339,6 +349,26 @@ class MultiLabel(TaskKind):
     def encode(self, labels: Iterable[str]) -> str:
         return encode(labels, self.labels)
 
+    def label_set(self, output: str) -> frozenset[str] | None:
+        """The labels of an output: a canonical string, or a set as a person or an items
+        file writes it (``a;b``, a JSON list, label names); None where it is no set of
+        this task.
+
+        >>> sorted(MultiLabel(["a", "b", "c"]).label_set("c; a"))
+        ['a', 'c']
+        """
+        try:
+            got = decode(output)
+            if got <= set(self.labels):
+                return got
+        except (ValueError, TypeError):
+            pass
+        canon = self.match_human(output, ItemView("", ""))
+        return None if canon is None else decode(canon)
+
+    def output_of_labels(self, labels: Iterable[str]) -> str:
+        return self.encode(labels)
+
     def check_set(self, labels: Sequence[str]) -> str | None:
         """Why a label list is not an output of this task (None: it is): a label outside
         the set, a duplicate, fewer than ``min_labels`` or more than ``max_labels``."""
@@ -354,6 +384,27 @@ class MultiLabel(TaskKind):
         if self.max_labels is not None and len(labels) > self.max_labels:
             return f"{len(labels)} label(s), more than max_labels = {self.max_labels}"
         return None
+
+    def output_bitmasks(self, outputs: Sequence[str]) -> np.ndarray | None:
+        """Each canonical output as an int64 bitmask, bit j for the task's label j; None
+        with more than :data:`BITMASK_LABELS` labels or an output that is no set of them.
+
+        >>> MultiLabel(["a", "b", "c"]).output_bitmasks(['["a","c"]', "[]"]).tolist()
+        [5, 0]
+        """
+        if len(self.labels) > BITMASK_LABELS:
+            return None
+        bit = {lab: 1 << j for j, lab in enumerate(self.labels)}
+        out = np.zeros(len(outputs), dtype=np.int64)
+        for i, o in enumerate(outputs):
+            try:
+                labs = decode(o)
+            except (ValueError, TypeError):
+                return None
+            if not labs <= bit.keys():
+                return None
+            out[i] = sum(bit[x] for x in labs)
+        return out
 
     def canonical(self, value: Any) -> str | None:
         """A recorded answer (list, JSON array or ``a;b``) as its canonical string; None
