@@ -11,7 +11,9 @@ the run waits):
    label; anyone else, or anyone after the task stopped waiting, is a *late* answer
    (see :mod:`quorum.live.humans.book`);
 3. a task whose slots are all filled is answered: its label is the reliability-weighted
-   vote of its labels (:mod:`quorum.live.humans.reliability`), refitted whenever labels change;
+   vote of its labels (:mod:`quorum.live.humans.reliability`; sets of labels are voted label
+   by label, each person weighted by their reliability on that label), refitted whenever
+   labels change;
 4. a task unanswered past ``humans.timeout`` is withdrawn from the queue and ``expired``
    (its held money released; the router is told the human is not coming for that item and
    plans it without); one that has some but not all of its labels is closed with them.
@@ -29,7 +31,11 @@ import pandas as pd
 from quorum.live.humans.answer_sink import AnswerSink, Collected, line_of, task_was, where
 from quorum.live.humans.book import COUNTED, EXTRA, HumanBook
 from quorum.live.humans.queue import HumanAnswer
-from quorum.live.humans.reliability import Reliability, estimate
+from quorum.live.humans.reliability import (
+    LabelSetReliability,
+    Reliability,
+    team_reliability,
+)
 from quorum.routing.core.budget import to_units
 
 log = logging.getLogger("quorum.live")
@@ -55,8 +61,9 @@ class AnswerCollector:
         h = source.human
         assert h is not None
         self.k = h.labels_per_item
-        self.reliability = Reliability(n_classes=max(2, len(h.builder.labels)),
-                                       prior_accuracy=h.prior_accuracy)  # fmt: skip
+        self.reliability: Reliability | LabelSetReliability = team_reliability(
+            h.builder.kind, None, None, max(2, len(h.builder.labels)), h.prior_accuracy
+        )
         self.quality: float | None = None
         self._fitted = False
         #: items whose answers so far are none of them a label (see :meth:`expire`)
@@ -347,13 +354,16 @@ class AnswerCollector:
         frame = pd.DataFrame({"task": lab["request_key"], "worker": lab["person"].fillna(""),
                               "label": lab["label"]})  # fmt: skip
         gold = {}
-        if self.src.gold and self.src.kind.discrete:
+        kind = h.builder.kind  # the task's kind, with its labels and bounds
+        if self.src.gold and (kind.discrete or kind.label_set_outputs):
             for k, iid in zip(lab["request_key"], lab["item_id"], strict=True):
                 g = self.src.gold.get(iid)
                 if g is not None:
                     gold[k] = g
-        self.reliability = estimate(frame, gold, max(2, len(h.builder.labels)),
-                                    h.prior_accuracy, h.prior_strength)  # fmt: skip
+        # one accuracy per person, or one per person and label for sets of labels
+        self.reliability = team_reliability(
+            kind, frame, gold, max(2, len(h.builder.labels)), h.prior_accuracy, h.prior_strength
+        )
         tasks = self.src.ledger.human_tasks("answered")
         confs = []
         groups = {k: g for k, g in lab.groupby("request_key")} if len(lab) else {}
