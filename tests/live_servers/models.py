@@ -18,3 +18,11 @@ def named_sentiment(text: str) -> tuple[str, float]:
 
 def broken(text: str) -> str:
     raise RuntimeError("model crashed")
+
+
+def moral_keywords(text: str) -> str:
+    """A label set (``a;b``) over care / purity / non-moral by keywords (multi-label)."""
+    words = set(text.lower().split())
+    keys = {"care": {"help", "hurt", "care", "kind", "love"}, "purity": {"god", "pure", "gross"}}
+    got = [lab for lab, k in keys.items() if words & k]
+    return ";".join(got) or "non-moral"

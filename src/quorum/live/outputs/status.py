@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from quorum.errors import ConfigError
-from quorum.live.humans.agreement import agreement_summary
+from quorum.live.humans.agreement import agreement_summary, label_agreement
 from quorum.live.humans.book import HumanBook, reliability_evidence
 from quorum.live.ledger.schema import float_or_none
 from quorum.live.ledger.store import Ledger, money_str
@@ -74,6 +74,8 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         runs = int(ledger.query("SELECT count(*) FROM runs")[0][0])
         links = _human_links(cfg, tasks.loc[tasks["status"] == "pending", "item_id"].tolist())
         agreement = agreement_summary(ledger, cfg.task.labels)
+        if cfg.task.kind.label_set_outputs:  # sets of labels: the figures per label too
+            agreement["per_label"] = label_agreement(ledger, cfg.task.kind)
     finally:
         ledger.close()
     limit_u = to_units(cfg.budget.limit)
