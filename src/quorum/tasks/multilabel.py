@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, ClassVar
 
@@ -147,6 +147,9 @@ class LabelSetVote:
     max_labels: int | None = None
     #: a share within this of ``support`` is a tie
     tolerance: float = TIE_TOLERANCE
+    #: the votes of weighted answer sets with no tie, by their sorted (weight, output)
+    #: pairs (a run meets few distinct ones); cleared past :data:`_MEMO_SIZE`
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def _encode(self, s: Iterable[str]) -> str:
         return encode(s, self.labels)
@@ -161,16 +164,26 @@ class LabelSetVote:
         empty."""
         if not outputs:
             return None, 0.0
-        vals = list(outputs.values())
-        first = vals[0]
-        if all(v == first for v in vals):
+        if len(outputs) == 1:
+            (first,) = outputs.values()
+            same = True
+        else:
+            vals = list(outputs.values())
+            first = vals[0]
+            same = all(v == first for v in vals)
+        if same:
             s = decode(first)
             if self.min_labels <= len(s) <= (self.max_labels or len(s)):
                 return first, 1.0
         w_h, w_l = self.w_human, self.w_llm
         weights = {a: (w_h if is_human(a) else w_l) for a in outputs}
         key = tuple(sorted((weights[a], o) for a, o in outputs.items()))
-        known = _untied_vote(self, key)  # the same weighted answers: the same vote
+        memo = self._memo
+        known = memo.get(key, _UNSEEN)  # the same weighted answers: the same vote
+        if known is _UNSEEN:
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            known = memo[key] = _untied_vote(self, key)
         if known is not None:
             return known
         sets = {a: decode(o) for a, o in outputs.items()}
@@ -262,7 +275,12 @@ class LabelSetVote:
         return jaccard(decode(out), decode(ref))
 
 
-@lru_cache(maxsize=1 << 16)
+#: how many untied votes an aggregator keeps (:attr:`LabelSetVote._memo`)
+_MEMO_SIZE = 1 << 16
+#: "not in the memo" (None there is a vote with a tie)
+_UNSEEN = object()
+
+
 def _untied_vote(agg: LabelSetVote, key: tuple[tuple[float, str], ...]) -> tuple[str, float] | None:
     """The vote of the weighted answers ``key`` (sorted ``(weight, output)`` pairs) where no
     label sits at exactly the support threshold (None there: the trust order decides)."""
