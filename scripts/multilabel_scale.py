@@ -136,7 +136,10 @@ def worker(spec: str) -> dict:
     res = QuorumRouter().route(problem, source, budget, seed=0)
     secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert res.cost <= budget.limit + 1e-9 and res.labels["output"].notna().all()
-    return {"seconds": secs, "cpu_seconds": cpu, "calls": len(res.annotations)}
+    import resource
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"seconds": secs, "cpu_seconds": cpu, "calls": len(res.annotations), "rss_mb": rss}
 
 
 def main() -> None:
@@ -149,10 +152,14 @@ def main() -> None:
     if a.worker:
         print(json.dumps(worker(a.worker)))
         return
-    print("| kind | items | cell | route s | CPU s | us/item (CPU) | calls | load |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| kind | items | cell | route s | CPU s | us/item (CPU) | multilabel / classification "
+        "(CPU) | calls | peak RSS MB | load |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for n in a.sizes:
         for cell in a.cells:
+            base = None  # classification's CPU seconds in this cell
             for kind in ("classification", "multilabel"):
                 cmd = [sys.executable, __file__, "--worker", f"{kind}:{n}:{cell}"]
                 try:
@@ -164,9 +171,12 @@ def main() -> None:
                 except subprocess.CalledProcessError as exc:
                     print(exc.stderr[-2000:], file=sys.stderr)
                     raise
+                cpu = r["cpu_seconds"]
+                ratio = "" if base is None else f"{cpu / base:.2f}"
+                base = cpu if base is None else base
                 print(
-                    f"| {kind} | {n} | {cell} | {r['seconds']:.2f} | {r['cpu_seconds']:.2f} | "
-                    f"{1e6 * r['cpu_seconds'] / n:.1f} | {r['calls']} | "
+                    f"| {kind} | {n} | {cell} | {r['seconds']:.2f} | {cpu:.2f} | "
+                    f"{1e6 * cpu / n:.1f} | {ratio} | {r['calls']} | {r.get('rss_mb', 0):.0f} | "
                     f"{os.getloadavg()[0]:.1f} |",
                     flush=True,
                 )
