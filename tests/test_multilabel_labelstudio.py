@@ -76,6 +76,7 @@ def test_two_people_per_item_read_back_as_sets(server):  # noqa: F811
     q.close()
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_live_run_with_smollm2_and_two_people_in_label_studio(
     server,  # noqa: F811
