@@ -68,6 +68,63 @@ def synthetic(n: int, kind: str, setting: str, fraction: float, seed: int = 0):
     return problem, ArraySource(ids, gold, outputs), budget
 
 
+def varied(
+    n: int,
+    setting: str,
+    fraction: float,
+    seed: int = 0,
+    n_labels: int = 5,
+    min_labels: int = 0,
+    max_labels: int | None = None,
+):
+    """(problem, source, budget): label sets of every size from ``min_labels`` to
+    ``max_labels`` (empty sets too), for comparing loops (mechanics only): gold a random
+    set, an LLM's answer the gold set where it is right, else the gold set with one label
+    added or removed (a random set where that breaks the bounds)."""
+    from quorum.data.schema import AnnotatorSpec, TaskSpec
+    from quorum.routing.core.base import RoutingProblem
+    from quorum.routing.core.budget import budget_for_setting
+    from quorum.tasks.multilabel import encode
+
+    labels = [f"l{j}" for j in range(n_labels)]
+    top = n_labels if max_labels is None else max_labels
+    sizes = np.array([bin(m).count("1") for m in range(1 << n_labels)])
+    valid = np.flatnonzero((sizes >= min_labels) & (sizes <= top))
+    text = np.array(
+        [
+            encode([lab for j, lab in enumerate(labels) if m >> j & 1], labels)
+            for m in range(1 << n_labels)
+        ],
+        dtype=object,
+    )
+    rng = np.random.default_rng(seed)
+    phi = rng.random((n, N_FEATURES))
+    small = valid[sizes[valid] <= max(min_labels, 3)]
+    gold = rng.choice(small, size=n)
+    names = [f"llm{k}" for k in range(len(PRICES))]
+    outputs = {}
+    for k, name in enumerate(names):
+        acc = 0.45 + 0.1 * k + 0.2 * phi[:, k] * (1 if k % 2 else -1) + 0.2 * (k % 2 == 0)
+        right = rng.random(n) < np.clip(acc, 0.05, 0.95)
+        near = gold ^ (1 << rng.integers(n_labels, size=n))
+        ok = (sizes[near] >= min_labels) & (sizes[near] <= top)
+        wrong = np.where(ok, near, rng.choice(valid, size=n))
+        outputs[name] = text[np.where(right, gold, wrong)]
+    task = TaskSpec(
+        name="varied",
+        type="multilabel",
+        labels=labels,
+        min_labels=min_labels or None,
+        max_labels=max_labels,
+        annotators=[AnnotatorSpec(name=a, price=p) for a, p in zip(names, PRICES, strict=True)],
+    )
+    ids = np.array([f"i{t}" for t in range(n)], dtype=object)
+    problem = RoutingProblem(task=task, item_ids=ids, phi=phi, setting=setting)
+    budget, n_h = budget_for_setting(setting, fraction, n, 0.1, min(PRICES))
+    problem.human_budget = n_h
+    return problem, ArraySource(ids, text[gold], outputs), budget
+
+
 def worker(spec: str) -> dict:
     from quorum.routing.quorum.router import QuorumRouter
 
@@ -79,7 +136,10 @@ def worker(spec: str) -> dict:
     res = QuorumRouter().route(problem, source, budget, seed=0)
     secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert res.cost <= budget.limit + 1e-9 and res.labels["output"].notna().all()
-    return {"seconds": secs, "cpu_seconds": cpu, "calls": len(res.annotations)}
+    import resource
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"seconds": secs, "cpu_seconds": cpu, "calls": len(res.annotations), "rss_mb": rss}
 
 
 def main() -> None:
@@ -92,10 +152,14 @@ def main() -> None:
     if a.worker:
         print(json.dumps(worker(a.worker)))
         return
-    print("| kind | items | cell | route s | CPU s | us/item (CPU) | calls | load |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| kind | items | cell | route s | CPU s | us/item (CPU) | multilabel / classification "
+        "(CPU) | calls | peak RSS MB | load |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for n in a.sizes:
         for cell in a.cells:
+            base = None  # classification's CPU seconds in this cell
             for kind in ("classification", "multilabel"):
                 cmd = [sys.executable, __file__, "--worker", f"{kind}:{n}:{cell}"]
                 try:
@@ -107,9 +171,12 @@ def main() -> None:
                 except subprocess.CalledProcessError as exc:
                     print(exc.stderr[-2000:], file=sys.stderr)
                     raise
+                cpu = r["cpu_seconds"]
+                ratio = "" if base is None else f"{cpu / base:.2f}"
+                base = cpu if base is None else base
                 print(
-                    f"| {kind} | {n} | {cell} | {r['seconds']:.2f} | {r['cpu_seconds']:.2f} | "
-                    f"{1e6 * r['cpu_seconds'] / n:.1f} | {r['calls']} | "
+                    f"| {kind} | {n} | {cell} | {r['seconds']:.2f} | {cpu:.2f} | "
+                    f"{1e6 * cpu / n:.1f} | {ratio} | {r['calls']} | {r.get('rss_mb', 0):.0f} | "
                     f"{os.getloadavg()[0]:.1f} |",
                     flush=True,
                 )

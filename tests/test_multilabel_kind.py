@@ -270,3 +270,39 @@ def test_datasets_init_writes_a_folder_of_label_lists(tmp_path):
     ds = load_folder(out)
     assert ds.task.type.value == "multilabel" and set(ds.task.labels) == set(LABELS)
     assert len(ds.annotations) == len(answers) and ds.items["gold"][0].startswith("[")
+
+
+def test_datasets_init_takes_a_folder_as_it_is_and_recognises_the_kind(tmp_path):
+    """`quorum datasets init OUT --from FOLDER` on a folder laid out as mfrc's (items and
+    answers parquet, label lists, no task file): the kind recognised without --type, the
+    people (annotator_kind) declared as humans; --help lists every kind."""
+    from typer.testing import CliRunner
+
+    from quorum.cli.main import app
+
+    items, answers = toy(20)
+    answers.loc[answers["annotator"] == "m2", "annotator_kind"] = "human"
+    src = tmp_path / "mfrc-like"
+    src.mkdir()
+    items.to_parquet(src / "items.parquet")
+    answers.to_parquet(src / "answers.parquet")
+    out = tmp_path / "ds"
+    res = CliRunner().invoke(app, ["datasets", "init", str(out), "--from", str(src)])
+    assert res.exit_code == 0, res.output
+    ds = load_folder(out)
+    assert ds.task.type.value == "multilabel" and set(ds.task.labels) == set(LABELS)
+    assert {a.name: a.kind for a in ds.task.annotators}["m2"] == "human"
+    assert len(ds.annotations) == len(answers)
+    # a table without label lists stays classification, as before
+    flat = tmp_path / "flat.csv"
+    pd.DataFrame({"item_id": ["1", "2"], "text": ["a", "b"], "gold": ["x", "y"]}).to_csv(flat)
+    res = CliRunner().invoke(app, ["datasets", "init", str(tmp_path / "c"), "--from", str(flat)])
+    assert res.exit_code == 0 and load_folder(tmp_path / "c").task.type.value == "classification"
+    assert (
+        CliRunner()
+        .invoke(app, ["datasets", "init", str(tmp_path / "e"), "--from", str(tmp_path / "ds2")])
+        .exit_code
+        != 0
+    )
+    text = CliRunner().invoke(app, ["datasets", "init", "--help"], terminal_width=200).output
+    assert all(t in text for t in ("multilabel", "spans", "pairwise", "summarization"))

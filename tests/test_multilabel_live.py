@@ -187,3 +187,69 @@ def test_live_run_with_smollm2_and_a_team(tmp_path, shared_data_dir, smollm2):  
         row = ds[next(r for r, x in enumerate(ds["item_id"]) if x == iid)]
         names = {feat.feature.int2str(k) for k in row["label"]}
         assert names in ({*gold[iid]}, {"purity"})
+
+
+@pytest.mark.realdata
+def test_report_shows_each_label(tmp_path, shared_data_dir):
+    """A multi-label run (a local keyword model, a file-queue team of k = 2 with one noisy
+    person): the status and the report give each label's counts and agreement, the same
+    numbers as the ledger's labels read label by label; the noisy person's label (purity)
+    is outvoted on the items she shares with a careful one."""
+    from quorum.live.humans.agreement import ledger_labels
+    from quorum.live.ledger.store import Ledger
+    from quorum.live.outputs.export import export_frame
+    from quorum.live.outputs.report import write_report
+    from quorum.live.outputs.status import status
+    from quorum.live.run.runner import annotate
+
+    items, gold = _items(shared_data_dir, tmp_path, 10)
+    data = {
+        "name": "mfrc-report",
+        "method": "live_servers.routers:CascadeRouter",
+        "method_params": {"batch": 4, "human_every": 2, "confidence_every": 0},
+        "features": "light",
+        "items": {"path": str(items), "gold_column": None},
+        "task": {"type": "multilabel", "labels": LABELS},
+        "budget": {"limit": 2.0},
+        "annotators": [
+            {"name": "kw", "kind": "model", "model": "live_servers.models:moral_keywords",
+             "price": 0.001},
+            {"name": "team", "kind": "human", "price": 0.1},
+        ],
+        "human": "team",
+        "humans": {"labels_per_item": 2},
+    }  # fmt: skip
+    cfg = load_project(write_project(tmp_path, data))
+    team = Team(cfg.queue_dir, gold)
+    try:
+        s = annotate(cfg, quiet=True, wait=120)
+    finally:
+        team.close()
+    assert s.status == "finished"
+    st = status(cfg)
+    per = {p["label"]: p for p in st["agreement"]["per_label"]}
+    assert list(per) == LABELS
+    ledger = Ledger(cfg.ledger_path, readonly=True)
+    try:
+        people, vote, models = ledger_labels(ledger)
+    finally:
+        ledger.close()
+    kind = cfg.task.kind
+    assert len(vote) >= 3 and len(people) == 2 * len(vote)
+    for lab in LABELS:
+        holding = sum(lab in kind.label_set(v) for v in vote)
+        assert per[lab]["human_votes"] == holding and per[lab]["votes"] == len(vote)
+        kw = per[lab]["models"]["kw"]
+        assert kw["answers"] == len(models) and kw["holding"] == sum(
+            lab in kind.label_set(v) for v in models["label"]
+        )
+    # the noisy person always ticks purity alone; the vote keeps purity only where the
+    # gold holds it, and the careful person's other labels
+    for iid, v in vote.items():
+        assert kind.label_set(v) == set(gold[iid]), (iid, v)
+    frame = export_frame(cfg)
+    page = write_report(cfg).read_text()
+    assert "<h2>Each label</h2>" in page and "Labels: counts and the people" in page
+    for lab in LABELS:
+        n = sum(lab in kind.label_set(v) for v in frame["label"])
+        assert f"<td>{lab}</td><td>{n}</td>" in page.replace("\n", "").replace(" ", "")

@@ -118,6 +118,45 @@ def test_unusable_answers_are_paid_and_kept_the_same_way():
     _assert_same_run(fast, ref)
 
 
+def _route_sets(n, fraction, backend, sets, **params):
+    from multilabel_scale import varied
+
+    problem, source, budget = varied(n, "dollars", fraction, seed=3, **sets)
+    router = QuorumRouter(loop_backend=backend, **params)
+    return router.route(problem, source, budget, seed=0), budget
+
+
+@pytest.mark.parametrize(
+    ("fraction", "sets", "params"),
+    [
+        (0.3, {}, {"dollars_strategy": "bandit"}),
+        (0.7, {}, {}),
+        (0.7, {"min_labels": 1, "max_labels": 2}, {"w_human": 1.0, "w_llm": 1.0}),
+        (0.3, {"n_labels": 8, "min_labels": 2, "max_labels": 3}, {"dollars_strategy": "bandit"}),
+        (0.5, {}, {"dollars_strategy": "bandit", "agreement_reward": False, "w_llm": 0.7}),
+    ],
+)
+def test_compiled_multilabel_run_is_the_python_run(fraction, sets, params, monkeypatch):
+    """Label sets (bitmasks in the compiled loops, strings in the Python ones): the same
+    labels, calls, cost, trace and posteriors, run for run, with ties at one half, empty
+    sets and min/max bounds."""
+    from quorum.routing.quorum.compiled import phase3_loop
+
+    calls = []
+    real = phase3_loop.compiled_refine
+    monkeypatch.setattr(
+        "quorum.routing.quorum.phase3.compiled_refine",
+        lambda *a, **k: calls.append(1) or real(*a, **k),
+    )
+    fast, budget = _route_sets(2500, fraction, "numba", sets, **params)
+    ref, _ = _route_sets(2500, fraction, "python", sets, **params)
+    assert calls == [1]  # the compiled phase 3 ran, once
+    assert (fast.trace["phase"] == "extra").sum() > 500
+    assert fast.labels["output"].str.startswith("[").all()
+    _assert_same_run(fast, ref)
+    assert fast.cost <= budget.limit + 1e-9
+
+
 def test_sources_without_fixed_answers_take_the_python_loop(monkeypatch):
     """A live source (no ``fixed_outputs``) and ``loop_backend="python"`` never reach the
     compiled steps; the replay source does."""

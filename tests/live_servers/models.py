@@ -65,3 +65,11 @@ def span_days_only(text: str) -> str:
             out.append({"start": at, "end": at + len(w), "label": "Day"})
             at = text.find(w, at + 1)
     return json.dumps(out)
+
+
+def moral_keywords(text: str) -> str:
+    """A label set (``a;b``) over care / purity / non-moral by keywords (multi-label)."""
+    words = set(text.lower().split())
+    keys = {"care": {"help", "hurt", "care", "kind", "love"}, "purity": {"god", "pure", "gross"}}
+    got = [lab for lab, k in keys.items() if words & k]
+    return ";".join(got) or "non-moral"

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from quorum.data.schema import Dataset
+from quorum.data.schema import Dataset, TaskType
 from quorum.errors import QuorumError
 
 datasets_app = typer.Typer(
@@ -275,8 +275,12 @@ def init_cmd(
     source: Path | None = typer.Option(
         None, "--from", help="CSV/TSV/JSONL/JSON/Parquet table, one row per item"
     ),
-    task_type: str = typer.Option(
-        "classification", "--type", "-t", help="classification, multiple_choice, summarization"
+    task_type: str | None = typer.Option(
+        None,
+        "--type",
+        "-t",
+        help=f"task kind: {', '.join(t.value for t in TaskType)} (default: recognised from "
+        "the columns, label lists are multilabel; else classification)",
     ),
     id_column: str | None = typer.Option(None, "--id", help="id column (default: item_id/row)"),
     text: str = typer.Option("text", "--text", help="text column, or columns a,b (template)"),
@@ -306,7 +310,8 @@ def init_cmd(
     """Write a dataset folder: from a table of items and answers (--from), or a template.
 
     Without --from, a small commented folder of --type to fill in. With --from, the table's
-    rows become items and its answer columns (or --answers-file) the annotations; prices
+    rows become items and its answer columns (or --answers-file) the annotations; --from
+    may also be a folder of items.* and answers.* without a task file (e.g. mfrc's). Prices
     and panel not given get the default rule when the folder is loaded.
     \f
     Above 60 lines because of its option table (one typer option per ``init_folder``
@@ -317,6 +322,7 @@ def init_cmd(
 
     try:
         if source is None:
+            task_type = task_type or "classification"
             folder = write_template(out_dir, task_type, overwrite=overwrite)
             typer.echo(
                 f"wrote a {task_type} template to {folder}: edit task.toml, items.csv and "

@@ -67,7 +67,7 @@ def init_folder(
     out: str | Path,
     source: str | Path,
     *,
-    task_type: str = "classification",
+    task_type: str | None = None,
     id_column: str | None = None,
     text: Sequence[str] = ("text",),
     template: str | None = None,
@@ -85,6 +85,12 @@ def init_folder(
 ):
     """Write the dataset folder ``out`` from the table ``source`` and return it loaded.
 
+    - ``source``: the table, or a folder laid out as a dataset with no task file
+      (``items.*`` and ``answers.*``, e.g. ``mfrc_multilabel``): its items table, and its
+      answers table unless ``answers_file`` is given;
+    - ``task_type``: the task kind; None: the kind whose columns the items' gold and the
+      answers have (:func:`~quorum.tasks.registry.recognise_folder`: label lists are
+      multi-label), else classification;
     - ``id_column``: item ids (default: ``item_id`` if present, else the row number);
     - ``text``: the column with the item text, or several columns joined by ``template``
       (default ``"<col>: {<col>}"`` one per line), written as ``text_template``;
@@ -95,18 +101,24 @@ def init_folder(
       0-based index is turned into a letter;
     - ``answers``: answer columns of ``source``, one per annotator (the column name is the
       annotator's name); ``answers_file``: a long table of answers instead;
-    - ``humans``: annotators that are people (kind ``human``); the others are LLMs;
+    - ``humans``: annotators that are people (kind ``human``); the others are LLMs; not
+      given, long answers with an ``annotator_kind`` column say who is a person
+      ("human");
     - ``prices``: price per call of some annotators; the others get the default rule;
     - ``labels``: the label set (default: the gold labels found, else the answers found).
 
     Above 60 lines because of its signature and this list of its arguments; the body is a
     sequence of named steps (ids, text, choices, gold, answers, labels, the files).
     """
-    ttype = TaskType(task_type)
     folder = Path(out).expanduser()
     src = Path(source).expanduser()
+    if src.is_dir():  # a dataset folder as it is: its items and answers tables
+        src, found = _folder_tables(src)
+        answers_file = answers_file if answers_file is not None else found
     df, need = _read_rows(src)
     items, ids = _item_ids(df, id_column, answers, need, str(src))
+    ann = _answers(df, ids, answers, answers_file)
+    ttype = TaskType(task_type) if task_type else _recognised(items, ann, gold)
     opts = _choices(df, choices, need) if choices else None
     items, text_template = _item_text(items, df, ttype, text, template, opts, need)
     if opts is not None:
@@ -116,12 +128,15 @@ def init_folder(
     items, notes = _gold(items, df, gold, gold_col, opts, need)
     first = [c for c in ("item_id", "text", gold_col, "choices") if c in items.columns]
     items = items[first + [c for c in items.columns if c not in first]]
-    ann = _answers(df, ids, answers, answers_file)
     from quorum.tasks.registry import KINDS
 
     items, ann = KINDS[ttype].table_values(items, ann)  # e.g. label lists as JSON text
     label_set = _labels(ttype, labels, items, ann, opts)
     names = list(dict.fromkeys(ann["annotator"].astype(str)))
+    if not humans and "annotator_kind" in ann.columns:  # who is a person, as the answers say
+        people = ann.loc[ann["annotator_kind"].astype(str) == "human", "annotator"]
+        humans = sorted(set(people.astype(str)))
+    ann = ann.drop(columns=[c for c in ("annotator_kind",) if c in ann.columns])
     unknown = sorted(set(humans) - set(names)) + sorted(set(prices or {}) - set(names))
     if unknown:
         raise DataValidationError(f"annotator(s) {unknown} have no answers; annotators: {names}")
@@ -144,6 +159,36 @@ def init_folder(
     from quorum.data.io import load_folder
 
     return load_folder(folder)
+
+
+def _folder_tables(folder: Path) -> tuple[Path, Path | None]:
+    """A dataset folder's items table and its answers table (None without one)."""
+
+    def first(names: Sequence[str]) -> Path | None:
+        got = [
+            folder / f"{n}{x}" for n in names for x in _SUFFIXES if (folder / f"{n}{x}").is_file()
+        ]
+        return got[0] if got else None
+
+    items = first(["items"])
+    if items is None:
+        raise DatasetNotFoundError(
+            f"{folder}: no items table (items{', items'.join(_SUFFIXES)}); give --from a table"
+        )
+    return items, first(["answers", "annotations"])
+
+
+def _recognised(items: pd.DataFrame, ann: pd.DataFrame, gold: str | None) -> TaskType:
+    """The kind the items' gold column (``gold`` or a column named gold) and the answers
+    are of (label lists: multi-label), else classification."""
+    from quorum.tasks.registry import recognise_folder
+
+    probe = pd.DataFrame({"item_id": items["item_id"], "text": ""})
+    col = gold or ("gold" if "gold" in items.columns else None)
+    if col is not None and col in items.columns:
+        probe["gold"] = items[col].to_numpy()
+    kind = recognise_folder(probe, ann)
+    return kind.type if kind is not None else TaskType.classification
 
 
 def _read_rows(src: Path) -> tuple[pd.DataFrame, Callable[[str, str], str]]:

@@ -18,7 +18,7 @@ A kind answers four groups of questions (each a method or class attribute below)
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar, Protocol
@@ -360,6 +360,34 @@ class TaskKind(ABC):
 
     #: an LLM's token log-probabilities may stand for its confidence in an answer
     logprob_confidence: ClassVar[bool] = True
+
+    #: an output is a set of labels (:meth:`label_set` reads it, :meth:`output_of_labels`
+    #: writes it): k people's sets are voted label by label with each person's reliability
+    #: per label (``live/humans/reliability.py``) and the report shows figures per label;
+    #: else an output is voted and counted whole
+    label_set_outputs: ClassVar[bool] = False
+
+    def label_set(self, output: str) -> frozenset[str] | None:
+        """The labels of an output that is a set of labels (None: it is not one, or the
+        kind's outputs are no label sets)."""
+        return None
+
+    def output_of_labels(self, labels: Iterable[str]) -> str:
+        """The output that holds ``labels`` (kinds whose outputs are label sets)."""
+        raise NotImplementedError(f"{type(self).__name__} outputs are no label sets")
+
+    #: how replay's compiled loops (``routing/quorum/compiled``) hold this kind's outputs:
+    #: "labels" (a code per distinct output, compared by equality: the weighted vote of
+    #: labels), "label_sets" (each output a set of labels as an int64 bitmask,
+    #: :meth:`output_bitmasks`: the per-label vote and Jaccard by popcount), or None (the
+    #: Python loops only)
+    compiled_outputs: ClassVar[str | None] = None
+
+    def output_bitmasks(self, outputs: Sequence[str]) -> np.ndarray | None:
+        """Each output of a "label_sets" kind as an int64 bitmask (bit j: the task's label
+        j), for the compiled loops; None where the outputs are no label sets the
+        bitmasks can hold (the Python loops then run)."""
+        return None
 
     def constraint(self, mode: str, forms: list[str]) -> dict[str, Any] | None:
         """Request fields constraining an answer to ``forms`` under ``mode`` ("grammar",

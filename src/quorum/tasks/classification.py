@@ -186,6 +186,7 @@ class Classification(TaskKind):
     people_vote = True
     people_choose = True
     constrained_output = True
+    compiled_outputs = "labels"
 
     def aggregator(self, w_human: float, w_llm: float, threshold: float) -> WeightedMajorityVote:
         return WeightedMajorityVote(w_human, w_llm, threshold)

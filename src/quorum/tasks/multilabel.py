@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, ClassVar
 
@@ -42,6 +42,10 @@ from quorum.tasks.parsing import LabelParser, Parsed
 FILE_SEPARATOR = ";"
 #: characters a label name may not hold (they separate labels in answers and exports)
 FORBIDDEN_IN_LABEL = (",", ";")
+#: a label's weighted support within this of ``support`` is "exactly one half" (a tie)
+TIE_TOLERANCE = 1e-12
+#: the most labels a set held as an int64 bitmask may have (bit 63, the sign, stays 0)
+BITMASK_LABELS = 63
 
 
 def encode(labels: Iterable[str], order: Sequence[str] | None = None) -> str:
@@ -141,6 +145,11 @@ class LabelSetVote:
     support: float = 0.5
     min_labels: int = 0
     max_labels: int | None = None
+    #: a share within this of ``support`` is a tie
+    tolerance: float = TIE_TOLERANCE
+    #: the votes of weighted answer sets with no tie, by their sorted (weight, output)
+    #: pairs (a run meets few distinct ones); cleared past :data:`_MEMO_SIZE`
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def _encode(self, s: Iterable[str]) -> str:
         return encode(s, self.labels)
@@ -155,16 +164,26 @@ class LabelSetVote:
         empty."""
         if not outputs:
             return None, 0.0
-        vals = list(outputs.values())
-        first = vals[0]
-        if all(v == first for v in vals):
+        if len(outputs) == 1:
+            (first,) = outputs.values()
+            same = True
+        else:
+            vals = list(outputs.values())
+            first = vals[0]
+            same = all(v == first for v in vals)
+        if same:
             s = decode(first)
             if self.min_labels <= len(s) <= (self.max_labels or len(s)):
                 return first, 1.0
         w_h, w_l = self.w_human, self.w_llm
         weights = {a: (w_h if is_human(a) else w_l) for a in outputs}
         key = tuple(sorted((weights[a], o) for a, o in outputs.items()))
-        known = _untied_vote(self, key)  # the same weighted answers: the same vote
+        memo = self._memo
+        known = memo.get(key, _UNSEEN)  # the same weighted answers: the same vote
+        if known is _UNSEEN:
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            known = memo[key] = _untied_vote(self, key)
         if known is not None:
             return known
         sets = {a: decode(o) for a, o in outputs.items()}
@@ -180,7 +199,7 @@ class LabelSetVote:
         for w, o in key:
             for lab in decode(o):
                 sup[lab] = sup.get(lab, 0.0) + w
-        return any(abs(x / total - self.support) <= 1e-12 for x in sup.values())
+        return any(abs(x / total - self.support) <= self.tolerance for x in sup.values())
 
     def _keep(
         self,
@@ -194,8 +213,8 @@ class LabelSetVote:
             for lab in s:
                 sup[lab] = sup.get(lab, 0.0) + weights[a]
         share = {lab: w / total for lab, w in sup.items()}
-        keep = {lab for lab, x in share.items() if x > self.support + 1e-12}
-        tied = [lab for lab, x in share.items() if abs(x - self.support) <= 1e-12]
+        keep = {lab for lab, x in share.items() if x > self.support + self.tolerance}
+        tied = [lab for lab, x in share.items() if abs(x - self.support) <= self.tolerance]
         if tied:
             order = (priority() if callable(priority) else priority) or list(sets)
             top = next((a for a in order if a in sets), next(iter(sets)))
@@ -256,7 +275,12 @@ class LabelSetVote:
         return jaccard(decode(out), decode(ref))
 
 
-@lru_cache(maxsize=1 << 16)
+#: how many untied votes an aggregator keeps (:attr:`LabelSetVote._memo`)
+_MEMO_SIZE = 1 << 16
+#: "not in the memo" (None there is a vote with a tie)
+_UNSEEN = object()
+
+
 def _untied_vote(agg: LabelSetVote, key: tuple[tuple[float, str], ...]) -> tuple[str, float] | None:
     """The vote of the weighted answers ``key`` (sorted ``(weight, output)`` pairs) where no
     label sits at exactly the support threshold (None there: the trust order decides)."""
@@ -302,6 +326,10 @@ class MultiLabel(TaskKind):
     people_vote = True
     people_choose = True
     constrained_output = True
+    #: replay's compiled loops hold a set as a bitmask (:meth:`output_bitmasks`)
+    compiled_outputs = "label_sets"
+    #: outputs are label sets: people voted, and reported, label by label
+    label_set_outputs = True
     #: an answer's token log-probabilities are no confidence of a whole label set
     logprob_confidence = False
     #: the ``[task]`` keys this kind takes beyond labels
@@ -339,6 +367,26 @@ class MultiLabel(TaskKind):
     def encode(self, labels: Iterable[str]) -> str:
         return encode(labels, self.labels)
 
+    def label_set(self, output: str) -> frozenset[str] | None:
+        """The labels of an output: a canonical string, or a set as a person or an items
+        file writes it (``a;b``, a JSON list, label names); None where it is no set of
+        this task.
+
+        >>> sorted(MultiLabel(["a", "b", "c"]).label_set("c; a"))
+        ['a', 'c']
+        """
+        try:
+            got = decode(output)
+            if got <= set(self.labels):
+                return got
+        except (ValueError, TypeError):
+            pass
+        canon = self.match_human(output, ItemView("", ""))
+        return None if canon is None else decode(canon)
+
+    def output_of_labels(self, labels: Iterable[str]) -> str:
+        return self.encode(labels)
+
     def check_set(self, labels: Sequence[str]) -> str | None:
         """Why a label list is not an output of this task (None: it is): a label outside
         the set, a duplicate, fewer than ``min_labels`` or more than ``max_labels``."""
@@ -354,6 +402,27 @@ class MultiLabel(TaskKind):
         if self.max_labels is not None and len(labels) > self.max_labels:
             return f"{len(labels)} label(s), more than max_labels = {self.max_labels}"
         return None
+
+    def output_bitmasks(self, outputs: Sequence[str]) -> np.ndarray | None:
+        """Each canonical output as an int64 bitmask, bit j for the task's label j; None
+        with more than :data:`BITMASK_LABELS` labels or an output that is no set of them.
+
+        >>> MultiLabel(["a", "b", "c"]).output_bitmasks(['["a","c"]', "[]"]).tolist()
+        [5, 0]
+        """
+        if len(self.labels) > BITMASK_LABELS:
+            return None
+        bit = {lab: 1 << j for j, lab in enumerate(self.labels)}
+        out = np.zeros(len(outputs), dtype=np.int64)
+        for i, o in enumerate(outputs):
+            try:
+                labs = decode(o)
+            except (ValueError, TypeError):
+                return None
+            if not labs <= bit.keys():
+                return None
+            out[i] = sum(bit[x] for x in labs)
+        return out
 
     def canonical(self, value: Any) -> str | None:
         """A recorded answer (list, JSON array or ``a;b``) as its canonical string; None

@@ -12,6 +12,9 @@ Three figures, each from a kept library:
   label of an item's human task, the weighted vote of its k labels).
 - **A confusion table** per model: rows are the human vote, columns the model's answer,
   cells the number of items; the per-class agreement is the diagonal over the row sum.
+- **Per label** (outputs that are sets of labels, :func:`label_agreement`): each set read
+  as 0/1 answers "holds the label", with the counts, the people's agreement and alpha and
+  each model's agreement with the human vote, label by label.
 
 For answers that are not labels but graded (span lists: a kind with ``graded_people``),
 two people rarely give the same answer, so every **agreement** is instead the mean score
@@ -215,6 +218,63 @@ def agreement_summary(
         "models": out_models,
         "everyone": {"alpha": alpha(everyone) if nominal else None, "labels": len(everyone)},
     }
+
+
+def label_agreement(ledger: Ledger, kind: Any) -> list[dict[str, Any]]:
+    """Per label, for outputs that are sets of labels (``kind.label_set_outputs``): each
+    answer read as "holds the label or not" (0/1), as binary relevance does.
+
+    For each label of ``kind``: ``human_votes`` holding it (of ``votes``), the people's
+    figures on the items with two or more human labels (``people_pairs`` pairs of labels,
+    ``people_agreement`` the share of them that agree about the label, ``people_alpha``
+    Krippendorff's alpha of the 0/1 answers) and, per model, its answers holding the label
+    and its agreement with the human vote about it (on the items with both).
+    """
+    people, vote, models = ledger_labels(ledger)
+
+    def holds(values: pd.Series, label: str) -> pd.Series:
+        return values.map(lambda v: _holds(kind, v, label))
+
+    out = []
+    for lab in kind.labels:
+        ones = people.assign(label=holds(people["label"], lab))
+        ones = ones.dropna(subset=["label"])
+        pairs = same = 0
+        for _, g in ones.groupby("item_id"):
+            v = g["label"].tolist()
+            for a, b in combinations(v, 2):
+                pairs += 1
+                same += a == b
+        v_ones = holds(vote, lab).dropna()
+        per_model = {}
+        for m, g in models.groupby("annotator", sort=True):
+            mine = holds(g.set_index("item_id")["label"], lab).dropna()
+            pa = pair_agreement(v_ones, mine)
+            per_model[str(m)] = {
+                "answers": len(mine),
+                "holding": int((mine == "1").sum()),
+                "items": pa["items"],
+                "agreement": pa["agreement"],
+            }
+        out.append(
+            {
+                "label": lab,
+                "human_votes": int((v_ones == "1").sum()),
+                "votes": len(v_ones),
+                "people_labels": int((ones["label"] == "1").sum()),
+                "people_pairs": pairs,
+                "people_agreement": same / pairs if pairs else None,
+                "people_alpha": alpha(ones),
+                "models": per_model,
+            }
+        )
+    return out
+
+
+def _holds(kind: Any, value: Any, label: str) -> str | None:
+    """ "1" if the set ``value`` holds ``label``, "0" if not, None for no set."""
+    got = kind.label_set(value) if isinstance(value, str) else None
+    return None if got is None else ("1" if label in got else "0")
 
 
 def agreement_lines(ag: dict[str, Any]) -> list[str]:

@@ -21,7 +21,7 @@ import time
 
 import pandas as pd
 
-from quorum.live.humans.reliability import Reliability
+from quorum.live.humans.reliability import LabelSetReliability, Reliability
 from quorum.live.ledger.store import Ledger
 
 SLOT_COLUMNS = ["request_key", "slot", "item_id", "call_id", "status", "person", "label",
@@ -171,7 +171,9 @@ class HumanBook:
             )
 
     # -- reliability ---------------------------------------------------------------
-    def save_reliability(self, rel: Reliability, quality: float | None) -> None:
+    def save_reliability(
+        self, rel: Reliability | LabelSetReliability, quality: float | None
+    ) -> None:
         now = time.time()
         with self.ledger.tx() as c:
             c.execute("DELETE FROM human_reliability")

@@ -11,7 +11,9 @@ the run waits):
    label; anyone else, or anyone after the task stopped waiting, is a *late* answer
    (see :mod:`quorum.live.humans.book`);
 3. a task whose slots are all filled is answered: its label is the reliability-weighted
-   vote of its labels (:mod:`quorum.live.humans.reliability`), refitted whenever labels change;
+   vote of its labels (:mod:`quorum.live.humans.reliability`; sets of labels are voted label
+   by label, each person weighted by their reliability on that label), refitted whenever
+   labels change;
 4. a task unanswered past ``humans.timeout`` is withdrawn from the queue and ``expired``
    (its held money released; the router is told the human is not coming for that item and
    plans it without); one that has some but not all of its labels is closed with them.
@@ -29,7 +31,11 @@ import pandas as pd
 from quorum.live.humans.answer_sink import AnswerSink, Collected, line_of, task_was, where
 from quorum.live.humans.book import COUNTED, EXTRA, HumanBook
 from quorum.live.humans.queue import HumanAnswer
-from quorum.live.humans.reliability import GradedVote, Reliability, estimate, estimate_graded
+from quorum.live.humans.reliability import (
+    LabelSetReliability,
+    Reliability,
+    team_reliability,
+)
 from quorum.routing.core.budget import to_units
 
 log = logging.getLogger("quorum.live")
@@ -55,11 +61,9 @@ class AnswerCollector:
         h = source.human
         assert h is not None
         self.k = h.labels_per_item
-        #: the kind's vote and score of people's answers where they are graded (spans)
-        self.graded = GradedVote.of(source.kind)
-        self.reliability = Reliability(n_classes=self._n_classes(),
-                                       prior_accuracy=h.prior_accuracy,
-                                       graded=self.graded)  # fmt: skip
+        self.reliability: Reliability | LabelSetReliability = team_reliability(
+            h.builder.kind, None, None, self._n_classes(), h.prior_accuracy
+        )
         self.quality: float | None = None
         self._fitted = False
         #: items whose answers so far are none of them a label (see :meth:`expire`)
@@ -69,7 +73,7 @@ class AnswerCollector:
         """The number of labels of the one-coin weights (2 for graded answers)."""
         h = self.src.human
         assert h is not None
-        return 2 if self.graded is not None else max(2, len(h.builder.labels))
+        return 2 if h.builder.kind.graded_people else max(2, len(h.builder.labels))
 
     # -- reading ---------------------------------------------------------------------
     def rows(self) -> dict[str, list[tuple[str, HumanAnswer]]]:
@@ -356,17 +360,17 @@ class AnswerCollector:
         frame = pd.DataFrame({"task": lab["request_key"], "worker": lab["person"].fillna(""),
                               "label": lab["label"]})  # fmt: skip
         gold = {}
-        if self.src.gold and (self.src.kind.discrete or self.graded is not None):
+        kind = h.builder.kind  # the task's kind, with its labels and bounds
+        if self.src.gold and (kind.discrete or kind.label_set_outputs or kind.graded_people):
             for k, iid in zip(lab["request_key"], lab["item_id"], strict=True):
                 g = self.src.gold.get(iid)
                 if g is not None:
                     gold[k] = g
-        if self.graded is not None:
-            self.reliability = estimate_graded(frame, gold, self.graded, h.prior_accuracy,
-                                               h.prior_strength)  # fmt: skip
-        else:
-            self.reliability = estimate(frame, gold, self._n_classes(), h.prior_accuracy,
-                                        h.prior_strength)  # fmt: skip
+        # one accuracy per person (by the kind's score where answers are graded), or one
+        # per person and label for sets of labels
+        self.reliability = team_reliability(
+            kind, frame, gold, self._n_classes(), h.prior_accuracy, h.prior_strength
+        )
         tasks = self.src.ledger.human_tasks("answered")
         confs = []
         groups = {k: g for k, g in lab.groupby("request_key")} if len(lab) else {}

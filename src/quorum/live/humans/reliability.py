@@ -37,6 +37,13 @@ where people of more than half the weight marked it) with the one-coin weights
 the people the vote agrees with, each weighted by their answer's score against the vote
 (the expected score of the vote, if each person's accuracy is theirs). With two people
 per item and no gold, agreement is symmetric and cannot tell who is wrong, as for labels.
+
+Sets of labels (a kind with ``label_set_outputs``, multi-label) are estimated and voted
+label by label (:class:`LabelSetReliability`, binary relevance): for each label, whether a
+person's set holds it is a 0/1 answer, each person's accuracy on those answers is estimated
+as above (Dawid-Skene on the 0/1 answers, control items' sets as the truth), and the item's
+set keeps the labels whose 0/1 vote says 1. So a person careless about one label and careful
+about the others is outvoted on that label only.
 """
 
 from __future__ import annotations
@@ -230,9 +237,14 @@ def estimate(
     n_classes: int = 2,
     prior_accuracy: float = 0.8,
     prior_strength: float = 4.0,
+    skip_unanimous: bool = False,
 ) -> Reliability:
     """Each person's accuracy from a ``task, worker, label`` frame (one label per person
-    and task) and the known labels ``gold`` (task -> label) where there are any."""
+    and task) and the known labels ``gold`` (task -> label) where there are any.
+
+    ``skip_unanimous``: where no two checked labels of a task differ and no gold differs
+    from them, every checked label is right without a Dawid-Skene fit (the fit would give
+    nearly 1 to each; the per-label fits of label sets skip most labels so)."""
     gold = dict(gold or {})
     rel = Reliability({}, n_classes, prior_accuracy)
     if frame.empty:
@@ -241,7 +253,9 @@ def estimate(
     per_task = df.groupby("task")["worker"].transform("nunique")
     checked = df[(per_task >= 2) | df["task"].isin(list(gold))]
     right = pd.Series(0.0, index=checked.index)
-    if len(checked):
+    if len(checked) and skip_unanimous and _unanimous(checked, gold):
+        right = pd.Series(1.0, index=checked.index)
+    elif len(checked):
         right = _soft_correct(checked, gold)
     for who, rows in df.groupby("worker", sort=True):
         c = checked[checked["worker"] == who]
@@ -255,6 +269,159 @@ def estimate(
             min(1.0 - EPS, max(EPS, acc)), hits / len(c) if len(c) else None,
         )  # fmt: skip
     return rel
+
+
+@dataclass
+class LabelSetReliability:
+    """Each person's reliability per label, for answers that are sets of labels (binary
+    relevance): ``per_label[lab]`` is the :class:`Reliability` of the 0/1 answers "the set
+    holds ``lab``"; ``people`` the overall record of each person (sets given, checked, on
+    gold, exactly right on gold; accuracy and agreement the mean over the labels).
+
+    ``kind`` reads and writes the sets (``label_set``, ``output_of_labels``) and bounds
+    them (``min_labels``, ``max_labels``).
+    """
+
+    kind: Any
+    per_label: dict[str, Reliability] = field(default_factory=dict)
+    people: dict[str, Person] = field(default_factory=dict)
+    prior_accuracy: float = 0.8
+
+    def _of(self, label: str) -> Reliability:
+        got = self.per_label.get(label)
+        return got if got is not None else Reliability({}, 2, self.prior_accuracy)
+
+    def accuracy(self, person: str) -> float:
+        """The mean of the person's accuracies over the labels."""
+        labels = self.kind.labels
+        return sum(self._of(lab).accuracy(person) for lab in labels) / max(1, len(labels))
+
+    def weight(self, person: str) -> float:
+        """The mean of the person's one-coin weights over the labels."""
+        labels = self.kind.labels
+        return sum(self._of(lab).weight(person) for lab in labels) / max(1, len(labels))
+
+    @property
+    def evidence(self) -> int:
+        """Sets that could be checked (against another person's set or gold)."""
+        return sum(p.checked for p in self.people.values())
+
+    def vote(self, labels: Iterable[tuple[str, str]]) -> Vote:
+        """Per label, the weighted 0/1 vote of ``(person, set)`` pairs (oldest first; a
+        tie goes to the person most reliable over all labels, then the earliest); then
+        ``min_labels`` / ``max_labels`` add / drop labels by P(label in the set). The
+        confidence stands for the expected Jaccard of the set A with the truth T under the
+        labels' vote probabilities: E|A & T| / E|A | T|, and for the empty set P(no label
+        applies); ``scores`` holds P(label in the set)."""
+        pairs = [(who, self.kind.label_set(out)) for who, out in labels]
+        if not pairs:
+            raise ValueError("no labels to vote on")
+        # a label's tie goes to the person most reliable over all labels, then the earliest
+        trust = {who: (self.accuracy(who), -i) for i, (who, _) in reversed(list(enumerate(pairs)))}
+        p_in: dict[str, float] = {}
+        keep: set[str] = set()
+        for lab in self.kind.labels:
+            rel = self._of(lab)
+            answers = [(who, "1" if s and lab in s else "0") for who, s in pairs]
+            v = rel.vote(answers)
+            if math.isclose(v.scores.get("1", 0.0), v.scores.get("0", 0.0), abs_tol=1e-12):
+                top = max(answers, key=lambda a: trust[a[0]])[1]
+                if top != v.label:
+                    v = Vote(top, v.confidence, v.scores)
+            p_in[lab] = v.confidence if v.label == "1" else 1.0 - v.confidence
+            if v.label == "1":
+                keep.add(lab)
+        order = {lab: j for j, lab in enumerate(self.kind.labels)}
+
+        def likelier(lab: str) -> tuple[float, int]:
+            return (-p_in[lab], order[lab])
+
+        low = int(getattr(self.kind, "min_labels", 0) or 0)
+        high = getattr(self.kind, "max_labels", None)
+        if len(keep) < low:
+            extra = sorted((x for x in p_in if x not in keep), key=likelier)
+            keep |= set(extra[: low - len(keep)])
+        if high is not None and len(keep) > high:
+            keep = set(sorted(keep, key=likelier)[:high])
+        if keep:
+            both = sum(p_in[x] for x in keep)
+            conf = both / (len(keep) + sum(p for x, p in p_in.items() if x not in keep))
+        else:  # the empty set is right only when no label applies
+            conf = math.prod(1.0 - p for p in p_in.values())
+        return Vote(self.kind.output_of_labels(keep), conf, p_in)
+
+
+def estimate_label_sets(
+    kind: Any,
+    frame: pd.DataFrame,
+    gold: Mapping[str, str] | None = None,
+    prior_accuracy: float = 0.8,
+    prior_strength: float = 4.0,
+) -> LabelSetReliability:
+    """Each person's reliability per label from a ``task, worker, label`` frame whose
+    labels are sets (``kind.label_set``): :func:`estimate` of the 0/1 answers of each
+    label (crowd-kit's Dawid-Skene per label, as its ``BinaryRelevance`` does; the sets of
+    ``gold`` tell the truth of control items per label)."""
+    gold = dict(gold or {})
+    rel = LabelSetReliability(kind, {}, {}, prior_accuracy)
+    if frame.empty:
+        return rel
+    df = frame[["task", "worker", "label"]].astype(str).drop_duplicates(["task", "worker"])
+    sets = [kind.label_set(x) or frozenset() for x in df["label"]]
+    truth = {t: kind.label_set(g) for t, g in gold.items()}
+    truth = {t: s for t, s in truth.items() if s is not None}
+    for lab in kind.labels:
+        ones = df.assign(label=["1" if lab in s else "0" for s in sets])
+        rel.per_label[lab] = estimate(
+            ones, {t: "1" if lab in s else "0" for t, s in truth.items()}, 2,
+            prior_accuracy, prior_strength, skip_unanimous=True,
+        )  # fmt: skip
+    exact: dict[str, int] = {}  # sets exactly right on control items, by person
+    for who, t, s in zip(df["worker"], df["task"], sets, strict=True):
+        if truth.get(t) == s:
+            exact[who] = exact.get(who, 0) + 1
+    first = rel.per_label[kind.labels[0]].people if kind.labels else {}
+    for who, p in first.items():
+        mine = [rel.per_label[lab].people[who] for lab in kind.labels]
+        agree = [x.agreement for x in mine if x.agreement is not None]
+        rel.people[who] = Person(
+            who, p.labels, p.checked, p.gold, int(exact.get(who, 0)),
+            sum(x.accuracy for x in mine) / len(mine),
+            sum(agree) / len(agree) if agree else None,
+        )  # fmt: skip
+    return rel
+
+
+def team_reliability(
+    kind: Any,
+    frame: pd.DataFrame | None = None,
+    gold: Mapping[str, str] | None = None,
+    n_classes: int = 2,
+    prior_accuracy: float = 0.8,
+    prior_strength: float = 4.0,
+) -> Reliability | LabelSetReliability:
+    """The team's reliabilities for ``kind``: per label where people answer sets of labels
+    (``kind.label_set_outputs``), by the kind's score where their answers are graded (span
+    lists, ``kind.graded_people``), else one accuracy per person; no ``frame``: nobody
+    known yet."""
+    if kind is not None and kind.label_set_outputs:
+        if frame is None:
+            return LabelSetReliability(kind, {}, {}, prior_accuracy)
+        return estimate_label_sets(kind, frame, gold, prior_accuracy, prior_strength)
+    graded = GradedVote.of(kind)
+    if frame is None:
+        return Reliability({}, n_classes, prior_accuracy, graded)
+    if graded is not None:
+        return estimate_graded(frame, gold, graded, prior_accuracy, prior_strength)
+    return estimate(frame, gold, n_classes, prior_accuracy, prior_strength)
+
+
+def _unanimous(checked: pd.DataFrame, gold: Mapping[str, str]) -> bool:
+    """Whether every task's checked labels, and its gold label where known, are one."""
+    if (checked.groupby("task")["label"].nunique() > 1).any():
+        return False
+    first = checked.drop_duplicates("task").set_index("task")["label"]
+    return all(first.get(t, lab) == lab for t, lab in gold.items())
 
 
 def _soft_correct(checked: pd.DataFrame, gold: Mapping[str, str]) -> pd.Series:

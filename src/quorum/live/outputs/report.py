@@ -77,6 +77,11 @@ def render_page(cfg: ProjectConfig, data: dict[str, Any]) -> str:
         sections.overview_section(cfg, st),
         sections.money_section(cfg, st, data["spending"]),
         sections.sources_section(data["sources"]),
+        *(
+            [sections.labels_section(cfg, st, data["frame"])]
+            if cfg.task.kind.label_set_outputs  # sets of labels: the figures per label
+            else []
+        ),
         sections.people_section(st),
         sections.models_section(cfg, st),
         sections.tasks_section(st),

@@ -32,11 +32,13 @@ SECTIONS = (
     ("decisions", "What the router decided"),
     ("quality", "Estimated accuracy"),
 )
+#: the section of tasks whose outputs are sets of labels, after "sources"
+LABELS_SECTION = ("labels", "Each label")
 
 
 # -- sections ---------------------------------------------------------------------------
 def _html_section(key: str, body: list[str], figures: list[dict[str, str]] | None = None) -> dict:
-    title = dict(SECTIONS)[key]
+    title = dict([*SECTIONS, LABELS_SECTION])[key]
     return {"id": key, "title": title, "body": "\n".join(body), "figures": figures or []}
 
 
@@ -170,6 +172,75 @@ def sources_section(sources: pd.Series) -> dict:
         "data": sources_figure(counts),
     }
     return _html_section("sources", [table], [fig_])
+
+
+def labels_section(cfg: ProjectConfig, st: dict[str, Any], frame: pd.DataFrame | None) -> dict:
+    """Per label, for sets of labels: the items whose label holds it, the human votes
+    holding it, how far the people agree about it (Krippendorff's alpha of the 0/1 answers)
+    and each model's agreement with the human vote about it."""
+    kind = cfg.task.kind
+    per = st["agreement"].get("per_label") or []
+    names = cfg.task.label_names or {}
+    final: dict[str, int] = dict.fromkeys(kind.labels, 0)
+    n = 0
+    if frame is not None and len(frame):
+        for v in frame["label"]:
+            got = kind.label_set(v) if isinstance(v, str) else None
+            if got is None:
+                continue
+            n += 1
+            for lab in got:
+                if lab in final:
+                    final[lab] += 1
+    rows = [
+        [
+            _label(p["label"], names), final.get(p["label"], 0),
+            f"{100 * final.get(p['label'], 0) / n:.1f}%" if n else "",
+            f"{p['human_votes']}/{p['votes']}" if p["votes"] else "", p["people_pairs"],
+            p["people_agreement"], p["people_alpha"],
+        ]
+        for p in per
+    ]  # fmt: skip
+    body = [
+        _p(f"{n} item(s) have a label set; an item counts for every label its set holds."),
+        _table(
+            "Labels: counts and the people's agreement",
+            [
+                "label",
+                "items",
+                "share",
+                "human votes holding it",
+                "pairs of people",
+                "people agree",
+                "alpha (people)",
+            ],
+            rows,
+            "**items**: the labelled items whose set holds the label; **human votes**: the "
+            "items' human votes holding it, of all human votes; **people agree**: the share "
+            "of pairs of people's labels of one item that agree whether the label applies; "
+            "**alpha**: Krippendorff's alpha of those 0/1 answers.",
+        ),
+    ]
+    models = sorted({m for p in per for m in p["models"]})
+    if models:
+        body.append(
+            _table(
+                "Each model against the human vote, per label",
+                ["label", *[f"{m}: agreement" for m in models], *[f"{m}: holding" for m in models]],
+                [
+                    [
+                        _label(p["label"], names),
+                        *[p["models"].get(m, {}).get("agreement") for m in models],
+                        *[p["models"].get(m, {}).get("holding") for m in models],
+                    ]
+                    for p in per
+                ],
+                "**agreement**: the share of the items with a human vote and the model's "
+                "answer where both agree whether the label applies; **holding**: the "
+                "model's answers that hold the label.",
+            )
+        )
+    return _html_section("labels", body)
 
 
 def people_section(st: dict[str, Any]) -> dict:

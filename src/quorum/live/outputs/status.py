@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from quorum.errors import ConfigError
-from quorum.live.humans.agreement import agreement_summary
+from quorum.live.humans.agreement import agreement_summary, label_agreement
 from quorum.live.humans.book import HumanBook, reliability_evidence
 from quorum.live.ledger.schema import float_or_none
 from quorum.live.ledger.store import Ledger, money_str
@@ -77,6 +77,8 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         kind = cfg.task.kind
         graded = kind.people_score if kind.graded_people else None  # span lists: span F1
         agreement = agreement_summary(ledger, cfg.task.labels, graded, _measure(kind))
+        if kind.label_set_outputs:  # sets of labels: the figures per label too
+            agreement["per_label"] = label_agreement(ledger, kind)
         judges = judge_table(answered_pairs(ledger))  # pairwise judges asked in both orders
     finally:
         ledger.close()

@@ -2,10 +2,11 @@
 their compiled twin (:mod:`~quorum.routing.quorum.compiled`).
 
 The compiled steps apply in replay, where a source's answers are fixed and known as integer
-codes (``fixed_outputs``), with ``loop_backend="numba"``, a task kind whose outputs are
-labels compared by equality (``discrete``), the numba posteriors, no arm liveness checks and
-no earlier outcomes (a live pass resumed). Everywhere else every step is Python. A rule
-takes its compiled twin only where it has one (``compiled`` on the rule classes of
+codes (``fixed_outputs``), with ``loop_backend="numba"``, a task kind whose outputs the
+compiled steps can hold (``TaskKind.compiled_outputs``: labels compared by equality, or
+label sets as bitmasks, ``TaskKind.output_bitmasks``), the numba posteriors, no arm
+liveness checks and no earlier outcomes (a live pass resumed). Everywhere else every step
+is Python. A rule takes its compiled twin only where it has one (``compiled`` on the rule classes of
 :mod:`~quorum.routing.quorum.phase2` and :mod:`~quorum.routing.quorum.phase3`); phase 2's
 also needs no ``pessimism`` and a limit whose nano-units turn into floats exactly. Every
 step then asks :attr:`QuorumRun.loops <quorum.routing.quorum.run.QuorumRun.loops>`, never
@@ -17,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from quorum.routing.quorum.compiled.coded_sets import MAX_ANSWERS
 from quorum.routing.quorum.compiled.fixed_answers import AnswerCodes, answer_codes
 
 __all__ = ["EXACT_UNITS", "Loops", "choose_loops"]
@@ -49,9 +51,10 @@ def choose_loops(run: Any) -> Loops:
     docstring); looks the fixed answers up once."""
     cfg = run.cfg
     posts = [*run.arms.post.values(), run.arms.post_h]
+    form = run.kind.compiled_outputs
     python = (
         cfg.loop_backend != "numba"
-        or not run.kind.discrete
+        or form is None
         or run.spend.checks_liveness
         or run.rec.has_prior
         or not all(p.compiled for p in posts)
@@ -61,5 +64,10 @@ def choose_loops(run: Any) -> Loops:
     fixed = answer_codes(run.rec.source, run.ids, [*run.llm_names, run.human])
     if fixed is None:
         return Loops()
+    if form == "label_sets":  # each output's set as a bitmask, or the Python loops
+        bits = run.kind.output_bitmasks(fixed.labels)
+        if bits is None or run.K + 1 > MAX_ANSWERS:
+            return Loops()
+        fixed = fixed.with_bitmasks(bits)
     phase2 = cfg.pessimism == 0 and run.budget.limit_units < EXACT_UNITS
     return Loops(fixed, phase2)

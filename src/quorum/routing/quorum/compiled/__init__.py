@@ -1,7 +1,7 @@
 """The compiled twin (numba) of the dollars setting's per-item loops, for replay.
 
 The flow chooses Python or compiled steps in one place
-(:func:`~quorum.routing.quorum.compiled.seam.compiled_answers`); the Python loops are the
+(:func:`~quorum.routing.quorum.loops.choose_loops`); the Python loops are the
 reference.
 
 Modules:
@@ -9,6 +9,10 @@ Modules:
 - ``coded_answers``: An item's answers as integer codes, compiled (numba): the weighted vote,
   its agreement, Delta_t and the contexts x_t, as the Python steps compute them from the
   answers' strings.
+- ``coded_sets``: Label-set answers as int64 bitmasks, compiled (numba): the per-label
+  weighted vote, its agreement, Delta_t and the Jaccard similarity of
+  :class:`~quorum.tasks.multilabel.LabelSetVote`, for kinds whose ``compiled_outputs`` is
+  "label_sets".
 - ``coded_rewards``: Rewards over integer-coded answers, compiled (numba):
   :func:`~quorum.routing.quorum.rewards. settle` for labels, and the posterior update it makes.
 - ``fixed_answers``: Fixed answers: a replay source's answers as integer codes, for the compiled

@@ -4,11 +4,12 @@ Delta_t and the contexts x_t, as the Python steps compute them from the answers'
 The state of the compiled steps (:mod:`~quorum.routing.quorum.compiled.phase3_kernel`,
 :mod:`~quorum.routing.quorum.compiled.coded_rewards`) travels in tuples of arrays:
 
-- ``ans = (codes, order, n_out, asked, n_asked)``: ``codes[t, a]`` the code of arm a's
+- ``ans = (codes, order, n_out, asked, n_asked, coding)``: ``codes[t, a]`` the code of arm a's
   answer on item t (:mod:`~quorum.routing.quorum.compiled.fixed_answers`; arms are the K LLMs, then
   the
   human, column K), ``order[t, :n_out[t]]`` the arms of t's usable answers in the order
-  given (the recorder's), ``asked[t, a]`` whether arm a was asked, ``n_asked[t]`` calls;
+  given (the recorder's), ``asked[t, a]`` whether arm a was asked, ``n_asked[t]`` calls,
+  ``coding`` what a code stands for (below);
 - ``ctx = (row, buf, rewarded, phi, mask)``: :class:`~quorum.routing.quorum.asked.AskedContexts`'
   arrays (``buf[row[t, a]]`` the x_t arm a was asked with), phi and m_t;
 - ``work``: scratch arrays (:func:`scratch`).
@@ -17,6 +18,13 @@ Every sum is the Python code's, in its order: :class:`~quorum.tasks.classificati
 WeightedMajorityVote` adds each label's weights in the order the answers came and the
 labels' totals in the order the labels came; ties go to the label whose best-ranked
 annotator ranks first (the trust order: the human, then the LLMs by q_a(x_t), stable).
+
+What a code stands for is the task kind's (``TaskKind.compiled_outputs``), given by the
+``coding`` (:class:`~quorum.routing.quorum.compiled.coded_sets.OutputCoding`) that
+:func:`vote`, :func:`agreement`, :func:`delta` and :func:`similarity` take: a label (this
+module's vote), or a label set as a bitmask (the per-label vote of
+:mod:`~quorum.routing.quorum.compiled.coded_sets`). A vote returns a *value*
+(:func:`value`): the code of a label, the bitmask of a set; equal values are equal outputs.
 """
 
 from __future__ import annotations
@@ -24,7 +32,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["agreement", "context", "delta", "scratch", "trust_rank", "vote"]
+from quorum.routing.quorum.compiled import coded_sets
+
+__all__ = [
+    "agreement",
+    "context",
+    "delta",
+    "scratch",
+    "similarity",
+    "trust_rank",
+    "value",
+    "vote",
+]
 
 
 @njit(cache=True, inline="always")
@@ -64,9 +83,33 @@ def _best_share(weights, m):  # pragma: no cover - compiled
     return best, total
 
 
+@njit(cache=True, inline="always")
+def value(coding, code):  # pragma: no cover - compiled
+    """The value of an answer code: the code of a label, the bitmask of a label set; -1
+    for no usable output."""
+    if code < 0:
+        return -1
+    if coding.sets == 1:
+        return coding.bits[code]
+    return code
+
+
 @njit(cache=True)
-def agreement(codes_t, arms, n, K, w_h, w_llm, work):  # pragma: no cover - compiled
+def similarity(coding, v, ref):  # pragma: no cover - compiled
+    """The similarity of the value ``v`` (-1: no output) to the value ``ref``: 1(equal)
+    for labels, the Jaccard of the two sets for label sets; 0 without an output."""
+    if v < 0:
+        return 0.0
+    if coding.sets == 1:
+        return coded_sets.jaccard(v, ref)
+    return 1.0 if v == ref else 0.0
+
+
+@njit(cache=True)
+def agreement(codes_t, arms, n, K, w_h, w_llm, coding, work):  # pragma: no cover - compiled
     """The weighted agreement of the answers of ``arms[:n]``: the winner's share."""
+    if coding.sets == 1:
+        return coded_sets.agreement(codes_t, arms, n, K, w_h, w_llm, coding, work[7])
     labels, weights = work[0], work[1]
     m = _totals(codes_t, arms, n, K, w_h, w_llm, labels, weights)
     best, total = _best_share(weights, m)
@@ -74,9 +117,11 @@ def agreement(codes_t, arms, n, K, w_h, w_llm, work):  # pragma: no cover - comp
 
 
 @njit(cache=True)
-def vote(codes_t, arms, n, K, w_h, w_llm, rank, work):  # pragma: no cover - compiled
-    """(label code, agreement) of the weighted vote of ``arms[:n]``' answers; a tie goes
-    to the label given by the annotator of lowest ``rank[a]``."""
+def vote(codes_t, arms, n, K, w_h, w_llm, rank, coding, work):  # pragma: no cover - compiled
+    """(value, agreement) of the weighted vote of ``arms[:n]``' answers; a tie goes to
+    the label given by the annotator of lowest ``rank[a]``."""
+    if coding.sets == 1:
+        return coded_sets.vote(codes_t, arms, n, K, w_h, w_llm, rank, coding, work[7])
     labels, weights = work[0], work[1]
     m = _totals(codes_t, arms, n, K, w_h, w_llm, labels, weights)
     best, total = _best_share(weights, m)
@@ -101,10 +146,12 @@ def vote(codes_t, arms, n, K, w_h, w_llm, rank, work):  # pragma: no cover - com
 
 
 @njit(cache=True)
-def delta(codes_t, arms, n, work):  # pragma: no cover - compiled
+def delta(codes_t, arms, n, coding, work):  # pragma: no cover - compiled
     """Delta_t = 1 - max_y count(y) / n of ``arms[:n]``' answers (0 below two)."""
     if n < 2:
         return 0.0
+    if coding.sets == 1:
+        return coded_sets.delta(codes_t, arms, n, coding, work[7])
     labels, counts = work[0], work[6]
     m = 0
     for i in range(n):
@@ -150,9 +197,10 @@ def trust_rank(t, phi, mask, rf, bias, mean, K, work):  # pragma: no cover - com
 
 
 @njit(cache=True)
-def scratch(K, d):  # pragma: no cover - compiled
-    """The ``work`` arrays for K LLMs and contexts of dimension d: labels, weights, ranks,
-    a context, q values, arms, counts."""
+def scratch(K, d, n_labels):  # pragma: no cover - compiled
+    """The ``work`` arrays for K LLMs, contexts of dimension d and ``n_labels`` labels:
+    labels, weights, ranks, a context, q values, arms, counts, and the label sets'
+    scratch (:func:`~quorum.routing.quorum.compiled.coded_sets.scratch`)."""
     A = K + 1
     return (
         np.empty(A, dtype=np.int64),
@@ -162,4 +210,5 @@ def scratch(K, d):  # pragma: no cover - compiled
         np.empty(K),
         np.empty(A, dtype=np.int64),
         np.empty(A, dtype=np.int64),
+        coded_sets.scratch(A, n_labels),
     )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -34,11 +34,27 @@ NO_OUTPUT = -1
 class AnswerCodes:
     """``codes[t, a]``: the label code of annotator a's answer on item t (``NO_OUTPUT``
     where it is not usable); equal codes are equal outputs. ``prices[a]``: what a call
-    costs (the price reserved is the price paid)."""
+    costs (the price reserved is the price paid). ``labels[c]``: the output of code c.
+
+    For a kind whose outputs are label sets (``compiled_outputs = "label_sets"``)
+    :meth:`with_bitmasks` adds ``bits[c]``, the set of code c as an int64 bitmask, and
+    ``text_rank[c]``, code c's place among the outputs' strings in Python's sort order
+    (the order in which :class:`~quorum.tasks.multilabel.LabelSetVote` sums an item's
+    answers); both are None for labels."""
 
     codes: np.ndarray
     prices: np.ndarray
     labels: list[str]
+    bits: np.ndarray | None = None
+    text_rank: np.ndarray | None = None
+
+    def with_bitmasks(self, bits: np.ndarray) -> AnswerCodes:
+        """These codes with each output's bitmask ``bits[c]`` and its string's rank."""
+        rank = np.empty(len(self.labels), dtype=np.int64)
+        rank[sorted(range(len(self.labels)), key=self.labels.__getitem__)] = np.arange(
+            len(self.labels), dtype=np.int64
+        )
+        return replace(self, bits=np.asarray(bits, dtype=np.int64), text_rank=rank)
 
     @property
     def price_units(self) -> np.ndarray:

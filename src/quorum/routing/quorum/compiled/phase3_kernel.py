@@ -34,6 +34,7 @@ from quorum.routing.quorum.compiled.coded_answers import (
     delta,
     scratch,
     trust_rank,
+    value,
     vote,
 )
 from quorum.routing.quorum.compiled.coded_rewards import settle
@@ -140,7 +141,8 @@ def _open_items(ans, ctx, post, seen, settled, items, cnt, cfg, ints, rf, work):
         if (
             open_[t]
             and n >= 2
-            and agreement(codes[t], order[t], n, K, cfg.w_human, cfg.w_llm, work) >= cfg.threshold
+            and agreement(codes[t], order[t], n, K, cfg.w_human, cfg.w_llm, ans[5], work)
+            >= cfg.threshold
         ):
             settle(t, ans, ctx, post, seen, settled, cfg, ints, rf, work)
             open_[t] = False
@@ -151,7 +153,7 @@ def _open_items(ans, ctx, post, seen, settled, items, cnt, cfg, ints, rf, work):
             cnt[_N_OPEN] += 1
             no_answer[t] = n_out[t] == 0
             cnt[_N_UNANSWERED] += 1 if no_answer[t] else 0
-            delt[t] = delta(codes[t], order[t], n_out[t], work)
+            delt[t] = delta(codes[t], order[t], n_out[t], ans[5], work)
             has_h[t] = 1.0 if asked[t, K] and codes[t, K] >= 0 else 0.0
     progress = 1.0 - cnt[_N_OPEN] / max(T, 1)
     _priorities(ctx, post[0][:K], items, rf, progress, ints.bias == 1)
@@ -177,9 +179,9 @@ def _value_arm(t, q, fits, n_fits, human_ok, ans, ctx, post, cfg, ints, rf, eps,
     p = 0.0
     if n_out[t] > 0:
         trust_rank(t, ctx[3], ctx[4], rf, ints.bias == 1, post[1], K, work)
-        y, _ = vote(codes[t], order[t], n_out[t], K, cfg.w_human, cfg.w_llm, work[2], work)
+        y, _ = vote(codes[t], order[t], n_out[t], K, cfg.w_human, cfg.w_llm, work[2], ans[5], work)
         for k in range(K):
-            if asked[t, k] and codes[t, k] >= 0 and codes[t, k] == y:
+            if asked[t, k] and codes[t, k] >= 0 and value(ans[5], codes[t, k]) == y:
                 p = max(p, min(max(q[k], 0.0), 1.0))
     j, mode = value_pick(q, prices, prices[K], p, fits, n_fits, human_ok, eps, rng)
     if mode == NONE:
@@ -191,7 +193,7 @@ def _value_arm(t, q, fits, n_fits, human_ok, ans, ctx, post, cfg, ints, rf, eps,
 @njit(cache=True)
 def _buy(t, arm, mode, x, q, eps, rem_u, ans, ctx, items, money, price_u, prices, cnt, out):
     """mark_asked, the trace row and the call: the answer joins t's answers."""
-    codes, order, n_out, asked, n_asked = ans
+    codes, order, n_out, asked, n_asked = ans[0], ans[1], ans[2], ans[3], ans[4]
     row, buf, K = ctx[0], ctx[1], q.shape[0]
     if row[t, arm] < 0:
         row[t, arm] = cnt[_N_BUF]
@@ -243,18 +245,19 @@ def _arms_that_fit(t, fits, ans, money, price_u, keep_u):  # pragma: no cover - 
 def _after_answer(t, ans, ctx, post, seen, settled, items, cnt, heap, cfg, ints, rf, work):
     """Item t got its answer: it settles and closes on a human label, consensus or
     ``max_annotations``; else it gets its new Delta_t, 1(human) and P_t (_Open.update)."""
-    codes, order, n_out, asked, n_asked = ans
+    codes, order, n_out, asked, n_asked = ans[0], ans[1], ans[2], ans[3], ans[4]
     K, T, n = ints.K, ints.T, n_out[t]
     agreed = (
         n >= 2
-        and agreement(codes[t], order[t], n, K, cfg.w_human, cfg.w_llm, work) >= cfg.threshold
+        and agreement(codes[t], order[t], n, K, cfg.w_human, cfg.w_llm, ans[5], work)
+        >= cfg.threshold
     )
     human_in = asked[t, K] and codes[t, K] >= 0
     if human_in or agreed or n_asked[t] >= ints.max_annotations:
         settle(t, ans, ctx, post, seen, settled, cfg, ints, rf, work)
         _close(t, items, cnt)
         return
-    items[2][t] = delta(codes[t], order[t], n, work)
+    items[2][t] = delta(codes[t], order[t], n, ans[5], work)
     items[3][t] = 1.0 if human_in else 0.0
     one = work[3].reshape((1, work[3].shape[0]))  # the scratch context as one row
     context(one[0], ctx[3], t, rf, 1.0 - cnt[_N_OPEN] / max(T, 1), ctx[4][t], ints.bias == 1)
@@ -279,7 +282,8 @@ def refine_loop(ans, ctx, post, seen, settled, items, money, price_u, prices, cf
     codes, order, n_out = ans[0], ans[1], ans[2]
     K, T, bias, refresh = ints.K, ints.T, ints.bias == 1, ints.priority_refresh
     d = ctx[3].shape[1] + 2 + K + (1 if bias else 0)
-    work, x, q, fits = scratch(K, d), np.empty(d), np.empty(K), np.empty(K, dtype=np.int64)
+    work, x, q = scratch(K, d, ans[5].n_labels), np.empty(d), np.empty(K)
+    fits = np.empty(K, dtype=np.int64)
     cnt = np.zeros(5, dtype=np.int64)
     cnt[_N_BUF] = ints.asked_rows
     _open_items(ans, ctx, post, seen, settled, items, cnt, cfg, ints, _b_t(money, cfg.limit), work)
@@ -305,7 +309,8 @@ def refine_loop(ans, ctx, post, seen, settled, items, money, price_u, prices, cf
         n = n_out[t]
         agreed = (
             n >= 2
-            and agreement(codes[t], order[t], n, K, cfg.w_human, cfg.w_llm, work) >= cfg.threshold
+            and agreement(codes[t], order[t], n, K, cfg.w_human, cfg.w_llm, ans[5], work)
+            >= cfg.threshold
         )
         eps = cfg.epsilon0 / (1.0 + cfg.gamma * t_explore)
         if ints.escalate_disagreement == 1 and human_ok and n >= 2 and not agreed:

@@ -21,10 +21,11 @@ from typing import NamedTuple
 import numpy as np
 
 from quorum.routing.core.budget import to_units
+from quorum.routing.quorum.compiled.coded_sets import OutputCoding
 from quorum.routing.quorum.compiled.fixed_answers import AnswerCodes, gc_paused
 from quorum.routing.quorum.run import QuorumRun
 
-__all__ = ["LoopState", "compiled_refine", "compiled_settle"]
+__all__ = ["LoopState", "compiled_refine", "compiled_settle", "output_coding"]
 
 
 class LoopSettings(NamedTuple):
@@ -66,6 +67,8 @@ class LoopState:
         cfg, arms, budget, K = run.cfg, run.arms, run.budget, run.K
         self.names = [*run.llm_names, run.human]
         self.codes = fixed.codes.astype(np.int64)
+        self.coding = output_coding(run, fixed)
+        sets = self.coding.sets == 1
         self.price_u = fixed.price_units
         self.order, self.n_out, self.asked = _answers_so_far(run, self.names, items)
         self.post_objs = [arms.post[a] for a in run.llm_names] + [arms.post_h]
@@ -95,7 +98,7 @@ class LoopState:
             max_annotations=int(cfg.max_annotations),
             escalate_disagreement=int(cfg.escalate_disagreement),
             agreement_reward=int(cfg.agreement_reward),
-            calibrated=int(cfg.agreement_reward_value == "calibrated"),
+            calibrated=int(cfg.agreement_reward_value == "calibrated" and not sets),
             n_labels=len(run.p.task.labels or []),
             refresh_every=int(every.pop()),
             bias=int(arms.ctx.bias),
@@ -114,8 +117,23 @@ class LoopState:
 
     def ans(self, n_asked: np.ndarray) -> tuple:
         """The answers' tuple of the compiled steps
-        (:mod:`~quorum.routing.quorum.compiled.coded_answers`)."""
-        return (self.codes, self.order, self.n_out, self.asked, n_asked)
+        (:mod:`~quorum.routing.quorum.compiled.coded_answers`), the outputs' coding last."""
+        return (self.codes, self.order, self.n_out, self.asked, n_asked, self.coding)
+
+
+def output_coding(run: QuorumRun, fixed: AnswerCodes) -> OutputCoding:
+    """What the codes of ``fixed`` stand for: labels, or label sets (``fixed.bits``) voted
+    with the parameters of the run's aggregator
+    (:class:`~quorum.tasks.multilabel.LabelSetVote`)."""
+    none = np.zeros(0, dtype=np.int64)
+    if fixed.bits is None:
+        return OutputCoding(0, none, none, len(run.p.task.labels or []), 0.5, 0.0, 0, -1)
+    agg = run.answers.agg
+    max_labels = -1 if agg.max_labels is None else int(agg.max_labels)
+    return OutputCoding(
+        1, fixed.bits, fixed.text_rank, len(run.kind.labels), float(agg.support),
+        float(agg.tolerance), int(agg.min_labels), max_labels,
+    )  # fmt: skip
 
 
 def _ctx(run: QuorumRun) -> tuple:
