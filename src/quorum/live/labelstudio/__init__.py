@@ -4,6 +4,8 @@ Modules:
 
 - ``answers``: Annotations read back from Label Studio as answers, with who gave them.
 - ``client``: The Label Studio REST client: JSON over HTTP with retries, and the API token.
+- ``database_template``: A migrated, empty Label Studio database, made once per Label Studio
+  install and copied into each new data folder.
 - ``page``: What Label Studio shows people: the labelling page, the task data keys, option text.
 - ``predictions``: LLM answers shown to annotators as pre-annotations
   (``humans.labelstudio.predictions``).

@@ -28,6 +28,7 @@ from pathlib import Path
 import httpx
 
 from quorum.errors import QuorumError
+from quorum.live.labelstudio.database_template import seed_database
 
 #: the Label Studio release the Makefile installs and the tests run against
 LABEL_STUDIO_VERSION = "1.23.2"
@@ -112,8 +113,11 @@ class LabelStudioServer:
     port : TCP port; default: a free one.
     executable : the ``label-studio`` script; default: :func:`find_label_studio`.
     admin_email : the first user (organization owner).
-    startup_timeout : seconds to wait for ``/health`` (the first start migrates a new
-        database and takes about 40 s; later starts a few seconds).
+    startup_timeout : seconds to wait for ``/health`` (the first start on a new database
+        migrates it, about 40 s; later starts and starts on a copied template a few seconds).
+    reuse_migrations : a new data folder gets a copy of a migrated empty database, made once
+        per Label Studio install (:mod:`~quorum.live.labelstudio.database_template`), so
+        its first start does not apply the migrations again.
 
     Examples
     --------
@@ -129,6 +133,7 @@ class LabelStudioServer:
         executable: str | Path | None = None,
         admin_email: str = "admin@quorum.local",
         startup_timeout: float = 240.0,
+        reuse_migrations: bool = True,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.port = port or free_port()
@@ -141,6 +146,7 @@ class LabelStudioServer:
         self.executable = exe
         self.python = exe.parent / "python"
         self.startup_timeout = startup_timeout
+        self.reuse_migrations = reuse_migrations
         self.admin = LabelStudioUser(
             admin_email, secrets.token_urlsafe(16), token=secrets.token_hex(20)
         )
@@ -220,6 +226,8 @@ class LabelStudioServer:
         if self.proc is not None and self.proc.poll() is None:
             return self
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self.reuse_migrations:
+            seed_database(self.data_dir, self.python, self._env())
         cmd = [
             str(self.executable), "start", "--no-browser", "--data-dir", str(self.data_dir),
             "--internal-host", "127.0.0.1", "--port", str(self.port), "--log-level", "WARNING",
