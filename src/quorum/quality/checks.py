@@ -128,18 +128,26 @@ class QualityChecks:
             raise ValueError(f"{SWITCH} = false turns the checks off: drop {drop}")
         return on, kw, rest
 
+    def can_buy(self, problem: RoutingProblem, budget: Budget, human_price: float) -> int:
+        """The human labels (checks) the budget can buy: auditor, B; dollars, the money
+        above the cheapest LLM on every item over ``human_price``."""
+        if problem.setting == "auditor" and problem.human_budget is not None:
+            return int(problem.human_budget)
+        if human_price > 0:  # the money above the cheapest LLM on every item
+            floor = problem.n_items * min((a.price for a in problem.task.llms), default=0.0)
+            return math.floor(max(0.0, budget.limit - floor) / human_price + 1e-9)
+        return 0
+
     def n_checks(self, problem: RoutingProblem, budget: Budget, human_price: float) -> int:
         """How many checks this budget pays for (see the class docstring)."""
-        if problem.setting == "auditor" and problem.human_budget is not None:
-            can_buy = problem.human_budget
-        elif human_price > 0:  # the money above the cheapest LLM on every item
-            floor = problem.n_items * min((a.price for a in problem.task.llms), default=0.0)
-            can_buy = math.floor(max(0.0, budget.limit - floor) / human_price + 1e-9)
-        else:
-            can_buy = 0
+        can_buy = self.can_buy(problem, budget, human_price)
         most = math.floor(self.max_share * can_buy + 1e-9)
         n = max(round(self.share * can_buy), min(self.min_checks, most))
         return max(0, min(n, most, problem.n_items))
+
+    def check_price(self, source: AnnotationSource, human: str) -> float:
+        """What one check costs (the human arm's price; a live source may hold more)."""
+        return source.price(human)
 
     # ------------------------------------------------------------------ run
     def route(
@@ -159,7 +167,7 @@ class QualityChecks:
         self, problem: RoutingProblem, budget: Budget, source: AnnotationSource
     ) -> tuple[RoutingProblem, Budget, int]:
         """The router's problem and budget (the checks' money set aside), and n."""
-        c_h = source.price(problem.task.human)
+        c_h = self.check_price(source, problem.task.human)
         n = self.n_checks(problem, budget, c_h)
         inner_problem = problem
         if problem.setting == "auditor" and problem.human_budget is not None:
@@ -189,7 +197,7 @@ class QualityChecks:
     ) -> tuple[RoutingResult, QualityEstimate]:
         """Buy up to ``n`` random checks after ``result`` and estimate its quality."""
         task = problem.task
-        c_h = source.price(task.human)
+        c_h = self.check_price(source, task.human)
         scorer = task.kind.scorer(task.language)
         by_item, human_out = _answers_by_item(result.annotations, task.human)
         labels = result.labels.reset_index(drop=True)

@@ -27,7 +27,7 @@ import pandas as pd
 from quorum.errors import ConfigError
 from quorum.live.ledger.schema import damaged
 from quorum.live.ledger.store import Ledger, money_str
-from quorum.live.machines.answer_health import unparseable_warnings
+from quorum.live.machines.answer_health import constant_answers, unparseable_warnings
 from quorum.live.machines.calls import Redactor
 from quorum.live.project.config import ProjectConfig
 from quorum.live.project.items import item_views, load_items
@@ -37,8 +37,13 @@ from quorum.live.run.problem import build_arms, build_problem, build_task, make_
 from quorum.live.run.progress import Progress
 from quorum.live.run.settle import give_paid_calls, label_orphans, settle_orphans
 from quorum.live.run.source import LiveSource
-from quorum.live.run.summary import RunSummary, quality_summary, run_summary
-from quorum.live.run.target import LiveTarget, route_pass
+from quorum.live.run.summary import (
+    RunSummary,
+    labelled_before,
+    quality_summary,
+    run_summary,
+)
+from quorum.live.run.target import LiveTarget, checks_outlook, route_pass, send_checks_first
 from quorum.live.run.waiting import n_resolved, wait_for
 from quorum.routing.core.base import Router, RoutingResult
 from quorum.routing.core.budget import Budget, to_units
@@ -213,6 +218,7 @@ def _open_run(run: _Run, items: pd.DataFrame, views: Any, quiet: bool) -> LiveSo
         c.execute("INSERT OR REPLACE INTO meta VALUES ('budget', ?)", (str(cfg.budget.limit),))
     run.target = LiveTarget.of(cfg, ledger)
     run.progress = Progress(len(items), quiet=quiet)
+    run.progress.floor = labelled_before(ledger)  # a resumed run goes on from there
     run.source = source = LiveSource(
         task_type=task.type,
         items=views,
@@ -233,6 +239,10 @@ def _open_run(run: _Run, items: pd.DataFrame, views: Any, quiet: bool) -> LiveSo
     )
     source.resubmit_pending()
     source.collect_answers()
+    outlook = checks_outlook(cfg, run.problem, source, run.target)
+    if outlook is not None:
+        log.log(logging.WARNING if outlook[1] else logging.INFO, "%s", outlook[0])
+    send_checks_first(cfg, run.problem, source, run.target)
     return source
 
 
@@ -310,13 +320,14 @@ def _settled(run: _Run, source: LiveSource, result: RoutingResult, tally: _Tally
     if (n_given or n_withdrawn or n_calls) and tally.settle < MAX_SETTLE_PASSES:
         return False
     if source.not_made:
+        cut = ledger.money_units()["interrupted"]
         log.warning(
             "%d call(s) the router planned were not made: the ledger's money is spent%s",
             source.not_made,
-            ""
-            if run.cfg.budget.charge_interrupted
-            else " (calls cut off by a stop count as possibly billed; set "
-            "budget.charge_interrupted = true to let the router plan with that)",
+            " (calls cut off by a stop count as possibly billed; set "
+            "budget.charge_interrupted = true to let the router plan with that)"
+            if cut > 0 and not run.cfg.budget.charge_interrupted
+            else " (on answers this pass did not reuse; they were given to the router)",
         )
     return True
 
@@ -329,6 +340,10 @@ def _finish_run(
     run.progress.stop()
     for warning in unparseable_warnings(run.ledger):
         log.warning("%s", warning)
+    if run.cfg.task.kind.discrete:
+        for c in constant_answers(run.ledger):
+            if c.annotator not in source.uninformative:  # those were said when taken out
+                log.warning("%s", c.line())
     summary = run_summary(
         run.ledger, run.run_id, tally.passes, result, source, run.n_interrupted, run.human
     )
