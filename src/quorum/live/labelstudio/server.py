@@ -114,6 +114,9 @@ class LabelStudioServer:
     admin_email : the first user (organization owner).
     startup_timeout : seconds to wait for ``/health`` (the first start migrates a new
         database and takes about 40 s; later starts a few seconds).
+    lock_ttl : seconds a task someone opened stays locked to them (Label Studio's
+        ``TASK_LOCK_TTL``, 24 h by default there): a person who opens a task and walks
+        away holds it this long, while the others cannot take it (issue 38); 600.
 
     Examples
     --------
@@ -129,6 +132,7 @@ class LabelStudioServer:
         executable: str | Path | None = None,
         admin_email: str = "admin@quorum.local",
         startup_timeout: float = 240.0,
+        lock_ttl: int = 600,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.port = port or free_port()
@@ -141,6 +145,7 @@ class LabelStudioServer:
         self.executable = exe
         self.python = exe.parent / "python"
         self.startup_timeout = startup_timeout
+        self.lock_ttl = int(lock_ttl)
         self.admin = LabelStudioUser(
             admin_email, secrets.token_urlsafe(16), token=secrets.token_hex(20)
         )
@@ -205,7 +210,9 @@ class LabelStudioServer:
                 "LABEL_STUDIO_USER_TOKEN": self.admin.token,
                 "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",
                 "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true",
+                # no look-up of the latest version on PyPI at start (offline machines)
                 "LATEST_VERSION_CHECK": "false",
+                "TASK_LOCK_TTL": str(self.lock_ttl),
                 "COLLECT_ANALYTICS": "false",
                 "SENTRY_DSN": "",
                 "FRONTEND_SENTRY_DSN": "",
