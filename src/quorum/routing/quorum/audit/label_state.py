@@ -24,6 +24,10 @@ from quorum.routing.core.label_model import (
 from quorum.routing.quorum.answers import Answers
 from quorum.routing.quorum.params import QuorumParams
 
+#: an LLM's accuracy in the label model is at least this over the number of labels:
+#: chance, and a hair above it so that its answer still breaks a tie with a flat prior
+CHANCE_FLOOR = 1.0 + 1e-6
+
 __all__ = ["LabelModelState"]
 
 
@@ -98,11 +102,18 @@ class LabelModelState:
             return 1.0 - self.prior(pool, hum, y_h).max(axis=1)
         return np.full(len(pool), 1.0 - 1.0 / max(len(self.labels), 1))
 
-    def posterior(self, items: np.ndarray) -> np.ndarray:
+    def posterior(self, items: np.ndarray, at_least_chance: bool = False) -> np.ndarray:
         """P(y | answers) for ``items`` (n, L): the label model's prior (``label_model_vote``)
         and each LLM answer as a one-coin annotator, right with 1 - e_a(x), e_a its kNN
         error rate on the human-labelled items it answered
-        (:mod:`~quorum.routing.core.label_model`)."""
+        (:mod:`~quorum.routing.core.label_model`).
+
+        ``at_least_chance`` (the final labels, issue 38): an LLM's accuracy is at least
+        chance there (:data:`CHANCE_FLOOR`): where its neighbours' error rate is above
+        chance it is ignored, not voted against (the rule of the human vote). The error
+        rate rests on human labels bought where the LLM looked weakest, so it runs high;
+        voting against a 76 %-right LLM labelled 20 items 20 % right in a scripted team's
+        run. The audit's ranking (:meth:`wrong_probability`) keeps the plain rate."""
         cfg, labels = self.cfg, self.labels
         hum, y_h = self.human_labelled()
         space = self.space()
@@ -138,6 +149,8 @@ class LabelModelState:
                 neighbours=near() if len(hum) and judged.all() and len(items) else None,
             )
             acc[:, k] = 1.0 - e
+            if at_least_chance:
+                acc[:, k] = np.maximum(acc[:, k], CHANCE_FLOOR / len(labels))
         if cfg.label_model_vote == "off" or len(hum) == 0:
             prior = np.full((len(items), len(labels)), 1.0 / len(labels))
         else:
