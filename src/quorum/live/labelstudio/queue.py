@@ -235,7 +235,9 @@ class LabelStudioHumanQueue(HumanQueue):
 
     def _set_overlap(self, t: _Task, n: int) -> None:
         try:
-            self.client.request("PATCH", f"/api/tasks/{t.task_id}/", json={"overlap": n})
+            # a task with its labels is "labeled" and out of the stream: back in with room
+            self.client.request("PATCH", f"/api/tasks/{t.task_id}/",
+                                json={"overlap": n, "is_labeled": False})  # fmt: skip
             t.overlap = n
         except LabelStudioError as exc:
             log.warning("Label Studio: cannot ask for one more label on task %s (%s)",
