@@ -71,6 +71,11 @@ class BudgetConfig(BaseModel):
         description="'auto' checks: the width of the interval they are sized for (expected "
         "before the run, from an assumed score variance; docs/quality.md)",
     )
+    quality_interval: Literal["clt", "betting"] = Field(
+        default="clt",
+        description="the checks' interval: 'clt' (Student t, narrower) or 'betting' (valid "
+        "at any number of checks, about a third wider; docs/quality.md)",
+    )
     quality_max_share: float = Field(
         default=0.5,
         gt=0.0,

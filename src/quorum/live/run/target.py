@@ -42,6 +42,8 @@ log = logging.getLogger("quorum.live")
 
 #: the ledger ``meta`` key of the target mode's state
 META_KEY = "target"
+#: the betting interval's width over the t interval's (about a third, docs/quality.md)
+BETTING_WIDER = 1.35
 
 
 class LiveChecks(QualityChecks):
@@ -70,7 +72,13 @@ class LiveChecks(QualityChecks):
     def wanted(self, n_items: int) -> int:
         """The checks an interval about ``width`` wide needs (``width`` set)."""
         assert self.width is not None
-        return checks_for_width(self.width, n_items, self.confidence)
+        return checks_for_width(self.width / self.widening, n_items, self.confidence)
+
+    @property
+    def widening(self) -> float:
+        """How much wider the interval rule is than the t interval the sizing assumes: the
+        betting interval about a third (docs/quality.md, measured on the bench)."""
+        return BETTING_WIDER if self.interval == "betting" else 1.0
 
     def n_checks(self, problem: RoutingProblem, budget: Budget, human_price: float) -> int:
         if self.width is None:
@@ -84,7 +92,7 @@ class LiveChecks(QualityChecks):
         (then the second value is True: a warning)."""
         price = self.check_price(source, problem.task.human)
         n = self.n_checks(problem, budget, price)
-        w = expected_width(n, problem.n_items, self.confidence)
+        w = min(1.0, expected_width(n, problem.n_items, self.confidence) * self.widening)
         level = f"{self.confidence:.0%}"
         if n == 0:
             return (
@@ -128,12 +136,12 @@ def plain_checks(cfg: ProjectConfig) -> LiveChecks | None:
     if share == "auto":
         return LiveChecks(
             share=0.0, min_checks=0, max_share=b.quality_max_share, confidence=b.level,
-            use_leftover=False, width=b.quality_width,
+            use_leftover=False, width=b.quality_width, interval=b.quality_interval,
         )  # fmt: skip
     if not share:
         return None
     return LiveChecks(share=share, max_share=max(share, 0.05), confidence=b.level,
-                      use_leftover=False)  # fmt: skip
+                      use_leftover=False, interval=b.quality_interval)  # fmt: skip
 
 
 @dataclass
