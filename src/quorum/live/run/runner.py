@@ -373,17 +373,27 @@ def _record_failure(run: _Run, exc: BaseException) -> None:
             log.debug("could not record the run's end", exc_info=True)
 
 
+#: router parameters a live run sets where the router takes them and the project does not
+#: (issue 38): the final labels' prior shrunk to uniform, not to the frequencies of the
+#: few dozen human labels the router chose (docs/live.md, "A real team's run")
+LIVE_ROUTER_DEFAULTS: dict[str, Any] = {"label_model_final_prior": "uniform"}
+
+
 def _with_human_quality(cfg: ProjectConfig, source: LiveSource) -> dict[str, Any]:
     """The router's parameters, with the human arm's estimated quality where the router
-    takes one (``human_quality``) and the project does not set it itself."""
+    takes one (``human_quality``) and the project does not set it itself, and the live
+    defaults (:data:`LIVE_ROUTER_DEFAULTS`) where it takes them."""
+    import inspect
+
     params = dict(cfg.method_params)
+    takes = set(inspect.signature(type(make_method(cfg.method, params)).__init__).parameters)
+    for name, value in LIVE_ROUTER_DEFAULTS.items():
+        if name in takes and name not in params:
+            params[name] = value
     q = source.human_quality()
     if q is None or "human_quality" in params:
         return params
-    import inspect
-
-    router = make_method(cfg.method, params)
-    if "human_quality" in inspect.signature(type(router).__init__).parameters:
+    if "human_quality" in takes:
         params["human_quality"] = q
         log.debug("the human arm's quality for the router: %.2f", q)
     return params
