@@ -269,3 +269,26 @@ def test_status_after_a_kill_and_the_resumed_progress_line(tmp_path, shared_data
     assert lines, res.stderr[-2000:]
     first = int(lines[0].split()[1].split("/")[0])
     assert first >= before, (first, before, lines[:3])
+
+
+def test_target_rungs_keep_to_their_limit_with_tasks_sent_ahead(tmp_path, shared_data_dir) -> None:
+    """Target mode with a team and tasks sent ahead: every look's spend is within its rung's
+    limit (before: the first rung, limit 0.5, had spent 0.95 at its first look, the second
+    everything, and the later looks had nothing left)."""
+    n = 60
+    df = _gold(shared_data_dir, n)
+    gold = dict(zip(df["idx"], df["label"], strict=True))
+    data = _project(shared_data_dir, n, 2.0, "right_70", queue_depth=6)
+    data["budget"].update({"target_quality": 0.97, "confidence": 0.9})
+    cfg = load_project(write_project(tmp_path, data))
+    team = CoinTeam(cfg.queue_dir, gold, {"ann": 1.0, "bea": 1.0, "cat": 0.5})
+    try:
+        s = annotate(cfg, quiet=True, wait=300)
+    finally:
+        team.close()
+    assert s.status == "finished" and s.target is not None
+    steps = s.target["steps"]
+    assert len(steps) >= 2
+    for look in steps:
+        assert look["spent"] <= look["limit"] + 1e-9, steps
+    assert all(look["n_checks"] >= 1 for look in steps), steps

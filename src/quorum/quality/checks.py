@@ -63,6 +63,8 @@ class QualityChecks:
     replace: a checked item's final label becomes its human label.
     use_leftover: money (and auditor human labels) the router left unspent buys more checks.
     stream: the sample's random stream, apart from the router's (``seed`` is the run's).
+    variance_floor: with 0/1 scores, the t interval's variance is at least the mean of
+        f (1 - f) over the checks (:func:`~quorum.quality.estimators.ppi_estimate`; live).
     """
 
     def __init__(
@@ -75,6 +77,7 @@ class QualityChecks:
         replace: bool = True,
         use_leftover: bool = True,
         stream: int = 2424,
+        variance_floor: bool = False,
     ) -> None:
         if not 0.0 <= share <= 1.0 or not 0.0 <= max_share <= 1.0:
             raise ValueError(f"share and max_share must be in [0, 1], got {share}, {max_share}")
@@ -90,6 +93,7 @@ class QualityChecks:
         self.replace = replace
         self.use_leftover = use_leftover
         self.stream = stream
+        self.variance_floor = variance_floor
 
     @classmethod
     def split_params(
@@ -230,6 +234,9 @@ class QualityChecks:
             "replaced": self.replace,
             "check_cost": bought.spent,
         }
+        if self.variance_floor and not task.kind.graded and bought.sample:
+            fs = np.asarray([float(f[p]) for p in bought.sample])
+            info["quality_inputs"]["var_floor"] = float(np.mean(fs * (1.0 - fs)))
         est = estimate_from(info["quality_inputs"], self.confidence, self.interval)
         info["quality"] = est.row()
         info["quality_pending"] = bought.waiting  # live: checks still waiting for a person
