@@ -44,9 +44,13 @@ NAMES = {"0": "negative", "1": "positive"}
 PEOPLE = {"ann@example.org": 0.95, "bea@example.org": 0.85, "cat@example.org": 0.65}
 
 
+#: the ``src`` folder whose QUORUM runs ``annotate`` and ``status`` (``--src``)
+SRC = ROOT / "src"
+
+
 def env() -> dict[str, str]:
     e = dict(os.environ)
-    e["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])
+    e["PYTHONPATH"] = os.pathsep.join([str(SRC), str(ROOT / "tests")])
     e.update(LITELLM_LOCAL_MODEL_COST_MAP="True", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
              TOKENIZERS_PARALLELISM="false")  # fmt: skip
     return e
@@ -103,6 +107,7 @@ class People:
         self.users = users
         self.stop = threading.Event()
         self.given: list[tuple[str, str, str]] = []  # (item, person, label)
+        self.lost: list[tuple[str, str, str]] = []  # submits refused (item, person, error)
         self.threads = [threading.Thread(target=self._run, args=(u, random.Random(k)),
                                          daemon=True) for k, u in enumerate(users)]  # fmt: skip
         for t in self.threads:
@@ -145,7 +150,8 @@ class People:
             try:
                 c.request("POST", f"/api/tasks/{t['id']}/annotations/", json={"result": [r]})
                 self.given.append((item, user["email"], lab))
-            except Exception:
+            except Exception as exc:  # e.g. 404: the task was deleted while they worked
+                self.lost.append((item, user["email"], str(exc)[:200]))
                 time.sleep(0.5)
         c.close()
 
@@ -155,7 +161,9 @@ class People:
             t.join(timeout=10)
 
 
-def project(out: Path, data: Path, ls_url: str, llm: str, n: int, model: str) -> Path:
+def project(
+    out: Path, data: Path, ls_url: str, llm: str, n: int, model: str, depth: int | None = None
+) -> Path:
     (out / "prompt.txt").write_text(
         "Is this movie review negative or positive? Review: {text}\n"
         "Answer with one word: negative or positive."
@@ -175,7 +183,8 @@ def project(out: Path, data: Path, ls_url: str, llm: str, n: int, model: str) ->
             {"name": "team", "kind": "human", "price": 0.05},
         ],
         "humans": {"backend": "labelstudio", "labels_per_item": 2, "timeout": "120s",
-                   "labelstudio": {"url": ls_url, "token_env": TOKEN_ENV, "project": "trial"}},
+                   "labelstudio": {"url": ls_url, "token_env": TOKEN_ENV, "project": "trial"},
+                   **({"queue_depth": depth} if depth else {})},
     }  # fmt: skip
     p = out / "project.yaml"
     p.write_text(yaml.safe_dump(cfg, sort_keys=False))
@@ -202,7 +211,17 @@ def main() -> None:
         "--llama-pythonpath", default="", help="PYTHONPATH of the llama.cpp server (a build)"
     )
     ap.add_argument("--fake-llm", action="store_true", help="the test server, not SmolLM2")
+    ap.add_argument("--queue-depth", type=int, default=None, help="humans.queue_depth")
+    ap.add_argument(
+        "--src",
+        type=Path,
+        default=None,
+        help="the src folder whose QUORUM runs (another checkout: before/after)",
+    )
     args = ap.parse_args()
+    if args.src is not None:
+        global SRC
+        SRC = args.src.resolve()
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     gold = dict(pd.read_csv(args.data, dtype=str)[["idx", "label"]].itertuples(index=False))
@@ -226,7 +245,7 @@ def main() -> None:
         )  # fmt: skip
         users = pd.read_csv(accounts).to_dict("records")
         model = "openai/fake" if args.fake_llm else "openai/smollm2"
-        proj = project(out, args.data, srv.url, llm_url, args.items, model)
+        proj = project(out, args.data, srv.url, llm_url, args.items, model, args.queue_depth)
         e = {**env(), TOKEN_ENV: srv.admin.token}
         runs = []
 
@@ -324,6 +343,30 @@ def main() -> None:
                                                          "human_tasks", "human_labels",
                                                          "human_evidence", "warnings")}  # fmt: skip
         figures["people_answered"] = len(people.given) if people else 0
+        figures["people_submits_refused"] = len(people.lost) if people else 0
+        # issue 38: the live estimate against the truth, and the labels against the
+        # cheapest LLM alone
+        q = status.get("quality") or {}
+        exp = out / "labels.jsonl"
+        subprocess.run([sys.executable, "-m", "quorum.cli.main", "export", str(proj), "-f",
+                        "jsonl", "-o", str(exp)], env=e, capture_output=True)  # fmt: skip
+        lab = pd.read_json(exp, lines=True, dtype={"item_id": str, "label": str})
+        acc = float((lab["label"].astype(str).values == lab["item_id"].map(gold).values).mean())
+        cheap = calls[(calls["annotator"] == "smol-a") & (calls["kind"] == "annotate")
+                      & (calls["status"] == "ok")]  # fmt: skip
+        right = cheap["output"].astype(str).values == cheap["item_id"].map(gold).values
+        cheap_acc = float(right.mean()) if len(cheap) else None
+        lo, hi = q.get("quality_low"), q.get("quality_high")
+        logs = "\n".join((out / f"run{k + 1}.log").read_text() for k in range(len(runs)))
+        figures["quality"] = {
+            "checks": q.get("quality_n_checks"), "low": lo, "high": hi,
+            "width": None if lo is None else round(hi - lo, 3),
+            "accuracy_vs_gold": round(acc, 3),
+            "covers": None if lo is None else bool(lo <= acc <= hi),
+            "cheapest_llm_alone": None if cheap_acc is None else round(cheap_acc, 3),
+            "not_made_with_charge_hint": "set budget.charge_interrupted" in logs,
+            "start_line": next((ln for ln in logs.splitlines() if "quality checks:" in ln), None),
+        }  # fmt: skip
         figures["accounts_stdout_has_no_token"] = all(
             u["personal_access_token"] not in made.stdout + made.stderr for u in users
         )

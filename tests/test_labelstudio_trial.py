@@ -36,7 +36,8 @@ from live_servers.fixtures import (
     write_project,
 )
 from quorum.data.schema import TaskType
-from quorum.live.labelstudio.client import LabelStudioClient
+from quorum.live.humans.queue import HumanTask
+from quorum.live.labelstudio.client import LabelStudioClient, LabelStudioError
 from quorum.live.labelstudio.page import HIDDEN_COLUMNS, ITEM_KEY, TASK_LIST_TITLE, shown
 from quorum.live.labelstudio.queue import LabelStudioHumanQueue
 from quorum.live.labelstudio.server import LabelStudioServer, find_label_studio
@@ -44,11 +45,14 @@ from quorum.live.outputs.export import export_frame
 from quorum.live.outputs.status import status
 from quorum.live.project.config import load_project
 from quorum.live.run.runner import annotate
+from quorum.tasks.base import ItemView
 
 pytestmark = [pytest.mark.labelstudio, pytest.mark.realdata]
 
 TOKEN_ENV = "QUORUM_TEST_LS_TOKEN"
 NAMES = {"0": "negative", "1": "positive"}
+#: seconds a task someone opened stays locked to them (Label Studio's TASK_LOCK_TTL)
+LOCK_TTL = 8
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +60,7 @@ def server():
     if find_label_studio() is None:
         pytest.skip("Label Studio is not installed: run `make labelstudio`")
     data = Path(tempfile.mkdtemp(prefix="quorum-labelstudio-trial-"))
-    srv = LabelStudioServer(data)
+    srv = LabelStudioServer(data, lock_ttl=LOCK_TTL)
     try:
         srv.start()
         srv.users = srv.create_users(["ann@example.org", "bea@example.org", "cat@example.org"])
@@ -99,7 +103,7 @@ def _project(folder: Path, data_dir: Path, server, title: str, n: int, **humans)
         "method_params": {"batch": 3, "human_every": 2, "confidence_every": 0},
         "features": "light", "items": sst2_items(data_dir, n),
         "task": {**SST2_TASK, "instructions": "Is the movie review positive?"},
-        "budget": {"limit": 2.0},
+        "budget": {"limit": 2.0, "quality_checks": 0},
         "annotators": [
             {"name": "kw", "kind": "model", "model": "live_servers.models:keyword_sentiment"},
             {"name": "team", "kind": "human", "price": 0.05},
@@ -187,8 +191,13 @@ def test_users_command_and_task_list_columns(server, tmp_path) -> None:
     assert bad.returncode == 2 and "no Label Studio database" in bad.stderr
     assert "Traceback" not in bad.stderr
 
-    q = LabelStudioHumanQueue(LabelStudioClient(server.url, server.admin.token), "columns",
+    # an account the command made can be QUORUM's own (the lead's token, issue 38): it
+    # creates the project and its task list
+    lead = rows[0]["personal_access_token"]
+    q = LabelStudioHumanQueue(LabelStudioClient(server.url, lead), "columns",
                               TaskType.classification, ["0", "1"])  # fmt: skip
+    q.submit([HumanTask(ItemView("l1", "the lead's token"), "", ["negative", "positive"])])
+    assert "l1" in q._tasks
     views = q.client.request("GET", "/api/dm/views/", params={"project": q.project_id})
     ours = [v for v in views if v["data"].get("title") == TASK_LIST_TITLE]
     assert len(ours) == 1
@@ -202,6 +211,111 @@ def test_users_command_and_task_list_columns(server, tmp_path) -> None:
     assert len([v for v in views if v["data"].get("title") == TASK_LIST_TITLE]) == 1
     q.client.close()
     q2.client.close()
+
+
+# -- issue 38: nobody's work lost, nobody held up --------------------------------------------
+def _next(server, user, project_id: int) -> dict | None:
+    """The task Label Studio's label stream hands ``user`` (and locks to them), or None."""
+    c = LabelStudioClient(server.url, user.pat)
+    try:
+        t = c.request("GET", f"/api/projects/{project_id}/next")
+    except LabelStudioError as exc:
+        if "404" in str(exc):
+            return None
+        raise
+    finally:
+        c.close()
+    return t if t and t.get("id") is not None else None
+
+
+def test_a_withdrawn_task_keeps_the_work_of_whoever_has_it_open(
+    server, tmp_path, shared_data_dir, monkeypatch, caplog
+) -> None:
+    """A person opens a task; QUORUM withdraws it at humans.timeout while they work. The
+    task is taken out of the label stream, not deleted: their submit is taken (before:
+    "404 No Task matches", the work lost), and QUORUM records it as a late answer, paid
+    and used."""
+    ann, bea, _cat = server.users
+    monkeypatch.setenv(TOKEN_ENV, server.admin.token)
+    cfg = load_project(_project(tmp_path, shared_data_dir, server, "withdrawn", 6, timeout="3s"))
+    s = annotate(cfg, quiet=True)
+    (first,) = s.waiting_for
+    pid = LabelStudioHumanQueue(LabelStudioClient(server.url, server.admin.token), "withdrawn",
+                                TaskType.classification, ["0", "1"]).project_id  # fmt: skip
+    opened = _next(server, ann, pid)
+    assert opened is not None and opened["data"][ITEM_KEY] == first
+    time.sleep(3.5)
+    annotate(cfg, quiet=True)  # past the timeout: withdrawn, the item planned without
+    hq = _sql(cfg, "SELECT item_id, status FROM human_queue").set_index("item_id")
+    assert hq.loc[first, "status"] == "expired"
+    kept = _tasks(server, "withdrawn")
+    assert first in kept and kept[first]["is_labeled"]  # out of the stream, not deleted
+    nxt = _next(server, bea, pid)
+    assert nxt is None or nxt["data"][ITEM_KEY] != first
+    _answer(server, ann, int(opened["id"]), "positive")  # no 404: her label is taken
+    caplog.set_level("INFO", logger="quorum.live")
+    annotate(cfg, quiet=True)
+    slots = _sql(cfg, f"SELECT person, status FROM human_labels WHERE item_id='{first}'")
+    late = slots[slots["status"] == "late"]
+    assert late["person"].tolist() == [ann.email], slots
+    assert "is paid and used" in caplog.text
+
+
+def test_an_abandoned_task_is_handed_on_after_the_lock_ttl(
+    server, tmp_path, shared_data_dir, monkeypatch
+) -> None:
+    """Two labels wanted, three people: ann opens the task and walks away, bea labels it.
+    Label Studio keeps it locked to ann for TASK_LOCK_TTL (24 h unless set: the trial's
+    two others sat idle); the servers QUORUM starts set it (here 8 s), after which cat gets
+    the task and the item has its two labels."""
+    ann, bea, cat = server.users
+    monkeypatch.setenv(TOKEN_ENV, server.admin.token)
+    cfg = load_project(_project(tmp_path, shared_data_dir, server, "abandoned", 4,
+                                labels_per_item=2))  # fmt: skip
+    s = annotate(cfg, quiet=True)
+    (first,) = s.waiting_for
+    q = LabelStudioHumanQueue(LabelStudioClient(server.url, server.admin.token), "abandoned",
+                              TaskType.classification, ["0", "1"], overlap=2)  # fmt: skip
+    pid = q.project_id
+    held = _next(server, ann, pid)
+    assert held is not None and held["data"][ITEM_KEY] == first
+    t0 = time.monotonic()
+    got = _next(server, bea, pid)
+    assert got is not None and int(got["id"]) == int(held["id"])
+    _answer(server, bea, int(got["id"]), "positive")
+    assert _next(server, cat, pid) is None  # ann's lock and bea's label fill the two
+    time.sleep(max(0.0, LOCK_TTL + 1 - (time.monotonic() - t0)))
+    again = _next(server, cat, pid)
+    assert again is not None and int(again["id"]) == int(held["id"])
+    _answer(server, cat, int(again["id"]), "positive")
+    annotate(cfg, quiet=True)
+    slots = _sql(cfg, f"SELECT person, status FROM human_labels WHERE item_id='{first}'")
+    assert sorted(slots.loc[slots["status"] == "answered", "person"]) == sorted(
+        [bea.email, cat.email]
+    )
+
+
+def test_a_check_that_wants_a_third_label_is_handed_to_a_third_person(server) -> None:
+    """A random check whose two labels disagree asks one more person: its task's overlap
+    is raised, so the label stream hands it to the third person (before: nobody)."""
+    ann, bea, cat = server.users
+    q = LabelStudioHumanQueue(LabelStudioClient(server.url, server.admin.token), "third",
+                              TaskType.classification, ["0", "1"], overlap=2)  # fmt: skip
+    task = HumanTask(ItemView("c1", "a check"), "", ["negative", "positive"], wanted=2)
+    q.submit([task])
+    tid = q._tasks["c1"].task_id
+    _answer(server, ann, tid, "positive")
+    _answer(server, bea, tid, "negative")
+    assert _next(server, cat, q.project_id) is None
+    q.submit([HumanTask(task.item, "", task.choices, wanted=3,
+                        answered_by=(ann.email, bea.email))])  # fmt: skip
+    nxt = _next(server, cat, q.project_id)
+    assert nxt is not None and int(nxt["id"]) == tid
+    _answer(server, cat, tid, "positive")
+    assert sorted(a.by for a in q.poll() if a.item_id == "c1") == sorted(
+        u.email for u in (ann, bea, cat)
+    )
+    q.client.close()
 
 
 # -- the prompt SmolLM2 is sent ------------------------------------------------------------

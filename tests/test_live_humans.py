@@ -41,7 +41,8 @@ def _cascade(data_dir, n=8, budget=5.0) -> dict:
         "features": "light",
         "items": {**sst2_items(data_dir, n), "gold_column": None},
         "task": {**SST2_TASK, "instructions": "Is the review positive?"},
-        "budget": {"limit": budget},
+        # no random quality checks (on by default): these tests count the router's tasks
+        "budget": {"limit": budget, "quality_checks": 0},
         "annotators": [
             {"name": "kw", "kind": "model", "model": "live_servers.models:keyword_sentiment"},
             {"name": "alice", "kind": "human", "price": 0.5},
@@ -295,7 +296,7 @@ def test_tasks_no_pass_needs_are_withdrawn_or_given(tmp_path, shared_data_dir) -
     s1 = annotate(load_project(proj), quiet=True)
     (item,) = s1.waiting_for
     # a budget below the human's price: the router never asks a human any more
-    write_project(tmp_path, {**data, "budget": {"limit": 0.4}})
+    write_project(tmp_path, {**data, "budget": {"limit": 0.4, "quality_checks": 0}})
     cfg = load_project(proj)
     s2 = annotate(cfg, quiet=True)
     assert s2.status == "finished" and s2.withdrawn == 1
@@ -453,9 +454,12 @@ def test_audit_check_with_a_team_answering_while_the_run_waits(
 
     monkeypatch.setattr(qr.QuorumRouter, "route", spy)
     # a sample of 4 humans is enough to decide here (40 by default), so 200 items do
-    budget, limit = {"limit": 1.2}, "1.2"
+    # the checks' share of before issue 38 (its "auto" checks take 17 of the auditor's 60
+    # human labels, and the router then plans without the audit check this test is about)
+    budget, limit = {"limit": 1.2, "quality_checks": 0.03}, "1.2"
     if setting == "auditor":  # 60 human labels and the cheapest LLM on every item
-        budget, limit = {"setting": "auditor", "human_limit": 60, "limit": 1.3}, "1.3"
+        budget, limit = {"setting": "auditor", "human_limit": 60, "limit": 1.3,
+                         "quality_checks": 0.03}, "1.3"  # fmt: skip
     base = {"name": "chk", "features": "light", "seed": 3, "task": SST2_TASK,
             "budget": budget, "human_price": 0.02,
             "method_params": {"dollars_strategy": "audit", "audit_check_min": 4}}  # fmt: skip

@@ -74,3 +74,22 @@ def test_plan_respects_the_budget_and_cli(tmp_path, shared_data_dir) -> None:
     assert json.loads(res.output)["human_tasks"] == p.human_tasks
     res = CliRunner().invoke(app, ["plan", str(proj)])
     assert res.exit_code == 0 and "human time:" in res.output and "max spend: $0.3" in res.output
+
+
+def test_plan_says_the_checks_and_the_width_to_expect(tmp_path, shared_data_dir) -> None:
+    """Issue 38: `quorum plan` says how many random checks the run buys, what they cost and
+    the width of the interval to expect, and, where the budget buys fewer than an interval
+    of budget.quality_width needs, so, with the money it would take."""
+    roomy = plan(load_project(_project(tmp_path / "a", shared_data_dir, limit=40.0)))
+    assert roomy.checks and not roomy.checks_short
+    n = int(roomy.checks.split("quality checks: ")[1].split()[0])
+    assert n >= 8 and "expected to be about" in roomy.checks
+    assert "at about 0.125 each" in roomy.checks  # two labels and half a third at 0.05
+    tight = plan(load_project(_project(tmp_path / "b", shared_data_dir, limit=1.0)))
+    assert tight.checks_short and "needs" in tight.checks and "raise budget.limit" in tight.checks
+    width = float(tight.checks.split("expected to be about ")[1].split()[0])
+    assert width > 0.45
+    res = CliRunner().invoke(app, ["plan", str(tmp_path / "b" / "project.yaml")])
+    assert res.exit_code == 0 and "quality checks:" in res.output
+    res = CliRunner().invoke(app, ["plan", str(tmp_path / "b" / "project.yaml"), "--json"])
+    assert json.loads(res.output)["checks_short"] is True

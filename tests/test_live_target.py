@@ -47,6 +47,8 @@ def _project(data_dir, n=60, limit=6.0, method="quorum", **budget) -> dict:
         ({"target_quality": 0.0}, "target_quality"),
         ({"target_quality": 0.9, "confidence": 1.0}, "confidence"),
         ({"quality_checks": -0.1}, "quality_checks"),
+        ({"quality_checks": "most"}, "quality_checks"),
+        ({"quality_width": 0.0}, "quality_width"),
     ],
 )
 def test_target_fields_are_validated(tmp_path, shared_data_dir, budget, words) -> None:
@@ -57,7 +59,8 @@ def test_target_fields_are_validated(tmp_path, shared_data_dir, budget, words) -
 
 def test_checks_are_on_by_default_and_can_be_turned_off(tmp_path, shared_data_dir) -> None:
     on = load_project(write_project(tmp_path / "a", _project(shared_data_dir))).budget
-    assert on.quality_checks == 0.03 and on.checks_on and on.level == 0.95
+    assert on.quality_checks == "auto" and on.checks_on and on.level == 0.95
+    assert (on.quality_width, on.quality_max_share) == (0.45, 0.5)
     off = load_project(
         write_project(tmp_path / "b", _project(shared_data_dir, quality_checks=0))
     ).budget

@@ -33,7 +33,8 @@ def _project(data_dir: Path, n: int, budget: float = 3.0, **humans) -> dict:
         "features": "light",
         "items": sst2_items(data_dir, n),  # the gold column: control items for reliability
         "task": {**SST2_TASK, "instructions": "Is the review positive?"},
-        "budget": {"limit": budget},
+        # no random quality checks (on by default): these tests count the router's tasks
+        "budget": {"limit": budget, "quality_checks": 0},
         "annotators": [
             {"name": "kw", "kind": "model", "model": "live_servers.models:keyword_sentiment"},
             {"name": "team", "kind": "human", "price": float(PRICE)},
@@ -224,9 +225,10 @@ def test_timeout_withdraws_replans_and_late_answers(tmp_path, shared_data_dir, c
     assert "not paid, not used" in caplog.text
 
 
-def test_partial_labels_at_timeout_close_the_task(tmp_path, shared_data_dir) -> None:
+def test_partial_labels_at_timeout_close_the_task(tmp_path, shared_data_dir, caplog) -> None:
     """Two labels wanted, one came: at the timeout the task is closed with that label and
-    the second label's held price is released."""
+    the second label's held price is released; not silently (issue 38): a warning, and
+    `quorum status` says the label rests on fewer people."""
     gold = _gold(shared_data_dir)
     cfg = load_project(
         write_project(tmp_path, _project(shared_data_dir, 4, labels_per_item=2, timeout=8))
@@ -245,9 +247,14 @@ def test_partial_labels_at_timeout_close_the_task(tmp_path, shared_data_dir) -> 
     assert Decimal(status(cfg)["held_for_humans"]) == PRICE
     sent = float(_sql(cfg, "SELECT submitted_at FROM human_queue").iloc[0, 0])
     time.sleep(max(0.0, sent + 8.2 - time.time()))
+    caplog.set_level("INFO", logger="quorum.live")
     annotate(cfg, quiet=True, wait=20)
     t = _sql(cfg, f"SELECT * FROM human_queue WHERE item_id='{item}'").iloc[0]
     assert t["status"] == "answered" and t["label"] == gold[item] and t["answered_by"] == "ann"
+    assert t["note"] == "closed at the timeout with 1 of 2 label(s)"
+    loud = [r for r in caplog.records if "closed at the timeout" in r.getMessage()]
+    assert loud and loud[0].levelname == "WARNING"
+    assert any("closed at the timeout with fewer labels" in w for w in status(cfg)["warnings"])
     slots = _sql(cfg, f"SELECT status, person FROM human_labels WHERE item_id='{item}'")
     assert sorted(slots["status"]) == ["answered", "withdrawn"]
     calls = _sql(cfg, f"SELECT status, cost FROM calls WHERE annotator='team' AND item_id='{item}'")

@@ -259,3 +259,22 @@ def test_bench_params_turn_the_checks_on(shared_data_dir):
     row = run_one(k1, None)
     assert row["status"] == "ok", row.get("error")
     assert row["quality_n_checks"] > 0 and row["quality_low"] <= row["quality_high"]
+
+
+def test_variance_floor_keeps_a_lucky_sample_from_a_narrow_interval():
+    """Issue 38: 16 of 17 live checks right, on labels right 76 % of the time, gave the t
+    interval [0.84, 1.0] and missed; with the variance at least the mean f (1 - f) of the
+    checks (LiveChecks' variance_floor) the interval covers 0.76. Replay keeps the rule."""
+    from quorum.live.run.target import LiveChecks
+    from quorum.quality.checks import QualityChecks
+    from quorum.quality.estimators import ppi_estimate
+
+    f = np.full(174, 0.6)
+    sample = np.arange(17)
+    c = np.r_[np.ones(16), 0.0]
+    plain = ppi_estimate(0.0, 174, f, sample, c)
+    floored = ppi_estimate(0.0, 174, f, sample, c, var_floor=float(np.mean(f * (1 - f))))
+    truth = (17 + 157 * 0.76) / 174  # the checked items are relabelled by people
+    assert plain.low > truth > floored.low
+    assert floored.high >= plain.high and floored.estimate == plain.estimate
+    assert not QualityChecks().variance_floor and LiveChecks().variance_floor

@@ -73,3 +73,48 @@ def moral_keywords(text: str) -> str:
     keys = {"care": {"help", "hurt", "care", "kind", "love"}, "purity": {"god", "pure", "gross"}}
     got = [lab for lab, k in keys.items() if words & k]
     return ";".join(got) or "non-moral"
+
+
+# -- stub LLMs right with a known probability on SST-2 (issue 38's scripted team) ----------
+def _sst2_gold() -> dict[str, str]:
+    """SST-2 dev's gold label by sentence (the shared data folder)."""
+    global _GOLD
+    if _GOLD is None:
+        import pandas as pd
+
+        from quorum.data.paths import data_dir
+
+        root = data_dir(required=True)
+        df = pd.read_csv(root / "sst2_dev" / "sst2_dev.csv", dtype=str)
+        _GOLD = dict(zip(df["sentence"], df["label"], strict=True))
+    return _GOLD
+
+
+_GOLD: dict[str, str] | None = None
+
+
+def _coin(*parts: object) -> float:
+    import hashlib
+
+    h = hashlib.blake2b("\x00".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(h, "big") / 2**64
+
+
+def _right_with(p: float, name: str, text: str) -> str:
+    y = _sst2_gold()[text]
+    return y if _coin("stub", name, text) < p else ("1" if y == "0" else "0")
+
+
+def right_70(text: str) -> str:
+    """An SST-2 'LLM' right on about 70 % of the sentences (a fixed coin per sentence)."""
+    return _right_with(0.70, "right_70", text)
+
+
+def right_80(text: str) -> str:
+    """An SST-2 'LLM' right on about 80 % of the sentences (a fixed coin per sentence)."""
+    return _right_with(0.80, "right_80", text)
+
+
+def always_negative(text: str) -> str:
+    """An 'LLM' that answers negative whatever the text (issue 38's constant endpoint)."""
+    return "0"

@@ -32,6 +32,7 @@ def _print_labels(con: Console, st: dict[str, Any]) -> None:
         con.print(
             f"runs: {st['runs']} (last: #{last['run_id']} {last['status']}, "
             f"method {last['method']}, seed {last['seed']})"
+            + (f": {last['note']}" if last.get("note") else "")
         )
     con.print("calls: " + ", ".join(f"{k} {v}" for k, v in sorted(st["calls"].items())))
 

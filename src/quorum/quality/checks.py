@@ -63,6 +63,8 @@ class QualityChecks:
     replace: a checked item's final label becomes its human label.
     use_leftover: money (and auditor human labels) the router left unspent buys more checks.
     stream: the sample's random stream, apart from the router's (``seed`` is the run's).
+    variance_floor: with 0/1 scores, the t interval's variance is at least the mean of
+        f (1 - f) over the checks (:func:`~quorum.quality.estimators.ppi_estimate`; live).
     """
 
     def __init__(
@@ -75,6 +77,7 @@ class QualityChecks:
         replace: bool = True,
         use_leftover: bool = True,
         stream: int = 2424,
+        variance_floor: bool = False,
     ) -> None:
         if not 0.0 <= share <= 1.0 or not 0.0 <= max_share <= 1.0:
             raise ValueError(f"share and max_share must be in [0, 1], got {share}, {max_share}")
@@ -90,6 +93,7 @@ class QualityChecks:
         self.replace = replace
         self.use_leftover = use_leftover
         self.stream = stream
+        self.variance_floor = variance_floor
 
     @classmethod
     def split_params(
@@ -128,18 +132,26 @@ class QualityChecks:
             raise ValueError(f"{SWITCH} = false turns the checks off: drop {drop}")
         return on, kw, rest
 
+    def can_buy(self, problem: RoutingProblem, budget: Budget, human_price: float) -> int:
+        """The human labels (checks) the budget can buy: auditor, B; dollars, the money
+        above the cheapest LLM on every item over ``human_price``."""
+        if problem.setting == "auditor" and problem.human_budget is not None:
+            return int(problem.human_budget)
+        if human_price > 0:  # the money above the cheapest LLM on every item
+            floor = problem.n_items * min((a.price for a in problem.task.llms), default=0.0)
+            return math.floor(max(0.0, budget.limit - floor) / human_price + 1e-9)
+        return 0
+
     def n_checks(self, problem: RoutingProblem, budget: Budget, human_price: float) -> int:
         """How many checks this budget pays for (see the class docstring)."""
-        if problem.setting == "auditor" and problem.human_budget is not None:
-            can_buy = problem.human_budget
-        elif human_price > 0:  # the money above the cheapest LLM on every item
-            floor = problem.n_items * min((a.price for a in problem.task.llms), default=0.0)
-            can_buy = math.floor(max(0.0, budget.limit - floor) / human_price + 1e-9)
-        else:
-            can_buy = 0
+        can_buy = self.can_buy(problem, budget, human_price)
         most = math.floor(self.max_share * can_buy + 1e-9)
         n = max(round(self.share * can_buy), min(self.min_checks, most))
         return max(0, min(n, most, problem.n_items))
+
+    def check_price(self, source: AnnotationSource, human: str) -> float:
+        """What one check costs (the human arm's price; a live source may hold more)."""
+        return source.price(human)
 
     # ------------------------------------------------------------------ run
     def route(
@@ -159,7 +171,7 @@ class QualityChecks:
         self, problem: RoutingProblem, budget: Budget, source: AnnotationSource
     ) -> tuple[RoutingProblem, Budget, int]:
         """The router's problem and budget (the checks' money set aside), and n."""
-        c_h = source.price(problem.task.human)
+        c_h = self.check_price(source, problem.task.human)
         n = self.n_checks(problem, budget, c_h)
         inner_problem = problem
         if problem.setting == "auditor" and problem.human_budget is not None:
@@ -189,7 +201,7 @@ class QualityChecks:
     ) -> tuple[RoutingResult, QualityEstimate]:
         """Buy up to ``n`` random checks after ``result`` and estimate its quality."""
         task = problem.task
-        c_h = source.price(task.human)
+        c_h = self.check_price(source, task.human)
         scorer = task.kind.scorer(task.language)
         by_item, human_out = _answers_by_item(result.annotations, task.human)
         labels = result.labels.reset_index(drop=True)
@@ -222,6 +234,9 @@ class QualityChecks:
             "replaced": self.replace,
             "check_cost": bought.spent,
         }
+        if self.variance_floor and not task.kind.graded and bought.sample:
+            fs = np.asarray([float(f[p]) for p in bought.sample])
+            info["quality_inputs"]["var_floor"] = float(np.mean(fs * (1.0 - fs)))
         est = estimate_from(info["quality_inputs"], self.confidence, self.interval)
         info["quality"] = est.row()
         info["quality_pending"] = bought.waiting  # live: checks still waiting for a person

@@ -93,13 +93,18 @@ def _rounded(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def clt_mean_interval(
-    d: np.ndarray, population: int, confidence: float, prior_var: float = 0.25
+    d: np.ndarray,
+    population: int,
+    confidence: float,
+    prior_var: float = 0.25,
+    var_floor: float | None = None,
 ) -> tuple[float, float]:
     """Interval for the mean of ``d`` over a population of ``population`` from a simple
     random sample without replacement (Student t, finite-population correction).
 
     The variance is pooled with one pseudo-observation of variance ``prior_var`` (ours),
-    so that n = 1 or a sample of equal values still gives a positive width.
+    so that n = 1 or a sample of equal values still gives a positive width; with
+    ``var_floor`` it is at least that (see :func:`ppi_estimate`).
 
     >>> lo, hi = clt_mean_interval(np.array([0.1, -0.9, 0.1, 0.1]), 100, 0.95)
     >>> lo < -0.15 < hi
@@ -116,10 +121,62 @@ def clt_mean_interval(
         return mean, mean
     ss = float(((d - mean) ** 2).sum()) if n > 1 else 0.0
     var = (ss + prior_var) / n  # (n - 1) df of the sample plus one pseudo-observation
+    if var_floor is not None:
+        var = max(var, var_floor)
     fpc = 1.0 - n / population
     se = math.sqrt(max(var, 0.0) * fpc / n)
     q = float(stats.t.ppf(0.5 + confidence / 2.0, df=max(n - 1, 1)))
     return mean - q * se, mean + q * se
+
+
+#: the variance of a check's difference c - f assumed before any check (ours): that of a
+#: label right 70 % of the time about which the predicted score says nothing (0.21),
+#: rounded; used only to size the checks and to say what width to expect
+ASSUMED_VAR = 0.2
+
+
+def expected_width(
+    n: int,
+    n_items: int,
+    confidence: float = 0.95,
+    n_machine: int | None = None,
+    var: float = ASSUMED_VAR,
+    prior_var: float = 0.25,
+) -> float:
+    """The width the ``"clt"`` interval of :func:`ppi_estimate` is expected to have with
+    ``n`` checks of ``n_machine`` machine-labelled items among ``n_items`` (default: all
+    of them machine-labelled, the widest case), if the differences c - f have variance
+    ``var``. 1.0 without a check.
+
+    >>> round(expected_width(17, 200), 3), round(expected_width(17, 200, n_machine=160), 3)
+    (0.443, 0.35)
+    >>> expected_width(0, 200)
+    1.0
+    """
+    N = n_items if n_machine is None else n_machine
+    if n <= 0 or N <= 0 or n_items <= 0:
+        return 1.0 if n <= 0 else 0.0
+    if n >= N:
+        return 0.0
+    pooled = ((n - 1) * var + prior_var) / n
+    se = math.sqrt(pooled * (1.0 - n / N) / n)
+    q = float(stats.t.ppf(0.5 + confidence / 2.0, df=max(n - 1, 1)))
+    return min(1.0, N / n_items * 2.0 * q * se)
+
+
+def checks_for_width(
+    width: float, n_items: int, confidence: float = 0.95, var: float = ASSUMED_VAR
+) -> int:
+    """The fewest checks whose :func:`expected_width` (every item machine-labelled) is at
+    most ``width`` (``n_items`` where none is).
+
+    >>> checks_for_width(0.45, 200), checks_for_width(0.45, 10)
+    (17, 8)
+    """
+    for n in range(1, n_items + 1):
+        if expected_width(n, n_items, confidence, var=var) <= width:
+            return n
+    return n_items
 
 
 def betting_mean_interval(
@@ -189,8 +246,14 @@ def ppi_estimate(
     n_known: int | None = None,
     check_cost: float = 0.0,
     prior_var: float = 0.25,
+    var_floor: float | None = None,
 ) -> QualityEstimate:
     """theta-hat and its interval from the known total, the predictions and the checks.
+
+    ``var_floor`` (``"clt"``; ours, live, issue 38): the variance of c - f is taken as at
+    least this, the mean of f_i (1 - f_i) over the checks where scores are 0/1 (what a
+    check would vary by if f were its chance of being right): 16 right of 17 checks no
+    longer make an interval 0.16 wide around a sample that happened to agree.
 
     ``known_total``: sum of the scores of the known stratum K; ``predicted``: f_i for the N
     items of M; ``sample``: the positions in ``predicted`` of the checked items, in the
@@ -218,7 +281,7 @@ def ppi_estimate(
         base = (known_total + checked_part) / T
         return QualityEstimate((known_total + f.sum()) / T, base, base + N / T, *fixed)
     d = cs - f[s]
-    lo_d, hi_d = difference_interval(d, N, confidence, interval, prior_var)
+    lo_d, hi_d = difference_interval(d, N, confidence, interval, prior_var, var_floor)
     # sum over the unchecked rest of M: sum f + (N mu_d - sum_S d)
     sum_f_rest = float(f.sum() - f[s].sum())
 
@@ -231,7 +294,12 @@ def ppi_estimate(
 
 
 def difference_interval(
-    d: np.ndarray, population: int, confidence: float, interval: Interval, prior_var: float
+    d: np.ndarray,
+    population: int,
+    confidence: float,
+    interval: Interval,
+    prior_var: float,
+    var_floor: float | None = None,
 ) -> tuple[float, float]:
     """Interval for the mean of the differences d = c - f in [-1, 1] over M (``interval``:
     "clt" or "betting", the latter on d mapped to [0, 1])."""
@@ -239,7 +307,8 @@ def difference_interval(
         lo, hi = betting_mean_interval((d[:] + 1.0) / 2.0, population, confidence)
         return 2.0 * lo - 1.0, 2.0 * hi - 1.0
     if interval == "clt":
-        return clt_mean_interval(d, population, confidence, prior_var=prior_var)
+        return clt_mean_interval(d, population, confidence, prior_var=prior_var,
+                                 var_floor=var_floor)  # fmt: skip
     raise ValueError(f"interval must be 'clt' or 'betting', got {interval!r}")
 
 
@@ -259,4 +328,5 @@ def estimate_from(
         replaced=inputs["replaced"],
         n_known=inputs["n_known"],
         check_cost=inputs["check_cost"],
+        var_floor=inputs.get("var_floor"),
     )

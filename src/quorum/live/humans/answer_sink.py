@@ -35,7 +35,7 @@ class Collected:
 
 class AnswerSink(Protocol):
     """What the collector needs from the run (a :class:`~quorum.live.run.source.LiveSource`):
-    its items, human arm, ledger and control labels, and six public operations."""
+    its items, human arm, ledger and control labels, and seven public operations."""
 
     items: dict[str, ItemView]
     human: HumanArm | None
@@ -53,15 +53,19 @@ class AnswerSink(Protocol):
     def label_help(self, item: ItemView) -> str:
         """What a person may answer on ``item`` (for a message)."""
 
-    def room(self, units: int) -> bool:
-        """Whether the budget has ``units`` left beside what is paid, held and reserved."""
+    def room(self, units: int, for_checks: bool | None = None) -> bool:
+        """Whether the budget has ``units`` left beside what is paid, held and reserved
+        (``for_checks``: the money kept for the random checks may be used)."""
 
     def late_call(self, key: str, item_id: str, slot: int, label: str, raw: str,
                   price: float) -> int:  # fmt: skip
         """The paid call row of a late answer (its id)."""
 
-    def commit(self, units: int) -> None:
-        """Count money just paid outside a call of the run."""
+    def open_call(self, key: str, item_id: str, slot: int, price: float) -> int:
+        """The call row of a slot added to a task (pending, holding ``price``; its id)."""
+
+    def commit(self, units: int, for_checks: bool | None = None) -> None:
+        """Count money just paid (or held) outside a call of the run."""
 
     def resubmit(self, key: str, item_id: str) -> None:
         """Show a task again (it still wants labels)."""

@@ -106,6 +106,24 @@ class HumanBook:
             )
             return int(slot)
 
+    def widen(self, key: str, item_id: str, call_id: int) -> int:
+        """One more open slot for the task (its call ``call_id`` holds the label's price)
+        and one more label wanted; returns the slot's number."""
+        with self.ledger.tx() as c:
+            slot = c.execute(
+                "SELECT coalesce(max(slot), -1) + 1 FROM human_labels WHERE request_key=?", (key,)
+            ).fetchone()[0]
+            c.execute(
+                "INSERT INTO human_labels (request_key, slot, item_id, call_id, status) "
+                "VALUES (?,?,?,?,'open')",
+                (key, slot, item_id, call_id),
+            )
+            c.execute(
+                "UPDATE human_queue SET wanted = coalesce(wanted, 1) + 1 WHERE request_key=?",
+                (key,),
+            )
+            return int(slot)
+
     def correct(self, key: str, slot: int, person: str | None, label: str, raw: str,
                 line: int | None) -> None:  # fmt: skip
         """A later answer of the slot's person replaces their label (no second payment)."""
@@ -132,6 +150,11 @@ class HumanBook:
             )
             if status is not None:
                 self._release_open(c, key, "withdrawn: the task has the labels it gets", now)
+
+    def note(self, key: str, note: str) -> None:
+        """Why the task stopped waiting as it did (``human_queue.note``)."""
+        with self.ledger.tx() as c:
+            c.execute("UPDATE human_queue SET note=? WHERE request_key=?", (note, key))
 
     def stop(self, key: str, status: str, note: str) -> None:
         """A task without labels stops waiting (``withdrawn`` or ``expired``): its open

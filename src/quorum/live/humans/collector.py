@@ -265,7 +265,9 @@ class AnswerCollector:
         src = self.src
         if filled:
             got.new.append(iid)
-            if full:
+            if full and self._widen(key, iid):
+                src.resubmit(key, iid)
+            elif full:
                 self._close(key, "answered")
                 got.done.append(iid)
             else:
@@ -282,13 +284,59 @@ class AnswerCollector:
             elif status == "answered":
                 self._close(key, None)
 
+    def _widen(self, key: str, iid: str) -> bool:
+        """A random quality check (``purpose`` 'check') whose k labels disagree asks one
+        more person before it closes (issue 38): with two labels and weights fitted from a
+        few of them, nothing says which one is right, and the check's truth would rest on
+        that guess. True: a slot was added (it holds one label's price, from the money kept
+        for the checks). Once per task; with one label per item, never."""
+        task = self.src.ledger.human_task(key)
+        if task is None or task["purpose"] != "check":
+            return False
+        wanted = int(task["wanted"] or 1)
+        if self.k < 2 or wanted > self.k:
+            return False
+        lab = self.book.labels(key)
+        lab = lab[lab["status"].isin(COUNTED)]
+        if lab["label"].nunique() < 2:
+            return False
+        price = float(task["price"] or 0.0)
+        if not self.src.room(to_units(price), for_checks=True):
+            log.info(
+                "check on item %s: its %d labels disagree and the budget has no room for one "
+                "more person; its truth is the vote of the two", iid, len(lab),
+            )  # fmt: skip
+            return False
+        cid = self.src.open_call(key, iid, len(self.book.labels(key)), price)
+        self.book.widen(key, iid, cid)
+        self.src.commit(to_units(price), for_checks=True)
+        log.info("check on item %s: its %d labels disagree (%s); one more person is asked",
+                 iid, len(lab), ", ".join(map(str, lab["label"])))  # fmt: skip
+        return True
+
+    def dependable(self) -> bool:
+        """Whether the people's reliabilities can be trusted (as ``quorum status`` says,
+        :func:`~quorum.live.humans.book.reliability_evidence`): each person has
+        ``min_evidence`` labels on control items, or three labels per item and as many
+        checked labels. Where not, a vote is the majority's (the weights break ties)."""
+        h = self.src.human
+        assert h is not None
+        people = list(self.reliability.people.values())
+        if not people:
+            return False
+        need = h.min_evidence
+        return all(p.gold >= need for p in people) or (
+            self.k >= 3 and all(p.checked >= need for p in people)
+        )
+
     def _close(self, key: str, status: str | None) -> None:
         """Set the task's label to the vote of its labels (and its status)."""
         lab = self.book.labels(key)
         lab = lab[lab["status"].isin(("answered", "late"))].sort_values("answered_at")
         if lab.empty:
             return
-        v = self.reliability.vote(zip(lab["person"].fillna(""), lab["label"], strict=True))
+        v = self.reliability.vote(zip(lab["person"].fillna(""), lab["label"], strict=True),
+                                  majority_first=not self.dependable())  # fmt: skip
         last = lab.iloc[-1]
         if len(lab) == 1:
             raw, by, line = last["raw"], last["person"], line_of(last["line"])
@@ -327,9 +375,14 @@ class AnswerCollector:
             if key in partial:
                 self._close(key, "answered")
                 got.done.append(iid)
-                log.info("human task for item %s timed out with %s of %s label(s); closed "
-                         "with them", iid, int((counted["request_key"] == key).sum()),
-                         r["wanted"])  # fmt: skip
+                have = int((counted["request_key"] == key).sum())
+                short = f"closed at the timeout with {have} of {r['wanted']} label(s)"
+                self.book.note(key, short)
+                log.warning(
+                    "human task for item %s: %s; its label rests on fewer people than wanted "
+                    "(in Label Studio a person who opened it and left holds it until "
+                    "TASK_LOCK_TTL: docs/labelstudio.md)", iid, short,
+                )  # fmt: skip
             elif iid in gone:
                 self.book.stop(key, "expired", note)
                 got.expired.append(iid)
@@ -374,11 +427,13 @@ class AnswerCollector:
         tasks = self.src.ledger.human_tasks("answered")
         confs = []
         groups = {k: g for k, g in lab.groupby("request_key")} if len(lab) else {}
+        majority = not self.dependable()
         for t in tasks.to_dict("records"):
             g = groups.get(t["request_key"])
             if g is None:
                 continue
-            v = self.reliability.vote(zip(g["person"].fillna(""), g["label"], strict=True))
+            v = self.reliability.vote(zip(g["person"].fillna(""), g["label"], strict=True),
+                                      majority_first=majority)  # fmt: skip
             confs.append(v.confidence)
             old = t.get("confidence")
             stale = old is None or old != old or abs(old - v.confidence) > 0.005

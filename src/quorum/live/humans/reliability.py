@@ -124,23 +124,41 @@ class Reliability:
         """Labels that could be checked (against another person's label or gold)."""
         return sum(p.checked for p in self.people.values())
 
-    def vote(self, labels: Iterable[tuple[str, str]]) -> Vote:
+    def vote(self, labels: Iterable[tuple[str, str]], majority_first: bool = False) -> Vote:
         """Weighted vote over ``(person, label)`` pairs (oldest first). Ties go to the label
-        of the most reliable person among the tied, then to the earliest label."""
+        of the most reliable person among the tied, then to the earliest label.
+
+        ``majority_first`` (the weights are not dependable, issue 38): the label most
+        people gave wins, the weights only break ties among those; with two labels it is
+        the weighted vote, with three people in two camps the two win whatever weights
+        fitted from a few labels say.
+
+        >>> rel = Reliability({"cat": Person("cat", 9, 9, 0, 0, 0.97)}, n_classes=2)
+        >>> three = [("ann", "1"), ("bea", "1"), ("cat", "0")]
+        >>> rel.vote(three).label, rel.vote(three, majority_first=True).label
+        ('0', '1')
+        """
         pairs = list(labels)
         if not pairs:
             raise ValueError("no labels to vote on")
         if self.graded is not None:
             return self._graded_vote(pairs)
         scores: dict[str, float] = {}
+        count: dict[str, int] = {}
         best: dict[str, tuple[float, int]] = {}
         for i, (who, lab) in enumerate(pairs):
             w = self.weight(who)
             scores[lab] = scores.get(lab, 0.0) + w
+            count[lab] = count.get(lab, 0) + 1
             cand = (w, -i)
             best[lab] = max(best.get(lab, cand), cand)
         top = max(scores.values())
-        tied = [lab for lab, s in scores.items() if math.isclose(s, top, abs_tol=1e-12)]
+        pool = list(scores)
+        if majority_first:
+            most = max(count.values())
+            pool = [lab for lab in pool if count[lab] == most]
+        high = max(scores[lab] for lab in pool)
+        tied = [lab for lab in pool if math.isclose(scores[lab], high, abs_tol=1e-12)]
         label = max(tied, key=lambda lab: best[lab])
         # labels nobody chose score 0 (the one-coin model with a uniform prior)
         unseen = max(0, self.n_classes - len(scores))

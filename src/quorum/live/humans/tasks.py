@@ -29,6 +29,9 @@ def human_task(arm: HumanArm, item: ItemView, book: HumanBook, key: str | None =
     k = arm.labels_per_item
     by: tuple[str, ...] = ()
     if k > 1 and key is not None:
+        row = book.ledger.human_task(key)
+        if row is not None and row["wanted"]:
+            k = max(k, int(row["wanted"]))  # a check whose labels disagree wants one more
         lab = book.labels(key)
         by = tuple(p for p, st in zip(lab["person"], lab["status"], strict=True)
                    if st in ("answered", "late") and isinstance(p, str))  # fmt: skip

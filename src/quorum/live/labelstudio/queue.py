@@ -52,6 +52,8 @@ class _Task:
     options: list[str]
     created_at: float
     n_annotations: int = 0
+    overlap: int = 0  # raised on this task (0: the project's)
+    hidden: bool = False  # withdrawn: out of the label stream, kept for who has it open
 
 
 class LabelStudioHumanQueue(HumanQueue):
@@ -202,9 +204,10 @@ class LabelStudioHumanQueue(HumanQueue):
                 log.warning("Label Studio: item %s has two tasks (%s, %s); reading both",
                             item_id, prev.task_id, t["id"])  # fmt: skip
                 continue
+            n = int(t.get("total_annotations") or 0)
             tasks[str(item_id)] = _Task(
-                int(t["id"]), str(item_id), opts, timestamp(t.get("created_at")),
-                int(t.get("total_annotations") or 0),
+                int(t["id"]), str(item_id), opts, timestamp(t.get("created_at")), n,
+                hidden=bool(t.get("is_labeled")) and n == 0,
             )  # fmt: skip
         self._tasks = tasks
         self._priority = max(self._priority, top)
@@ -212,10 +215,37 @@ class LabelStudioHumanQueue(HumanQueue):
 
     # -- HumanQueue ---------------------------------------------------------------
     def submit(self, tasks: list[HumanTask]) -> None:
-        """Push the tasks not in the project yet, in the order given (priority order)."""
+        """Push the tasks not in the project yet, in the order given (priority order). A
+        task pushed already that now wants more labels than its overlap (a check whose
+        labels disagree, issue 38) gets its overlap raised, so that the label stream hands
+        it to one more person."""
         for t in tasks:
+            pushed = self._tasks.get(t.item.item_id)
+            if pushed is not None and pushed.hidden:
+                self._show(pushed)  # withdrawn earlier, needed again: back in the stream
+            if pushed is not None and t.wanted > max(pushed.overlap, self.project.overlap):
+                self._set_overlap(pushed, t.wanted)
+                continue
             self._unsent.setdefault(t.item.item_id, t)
         self._flush()
+
+    def _show(self, t: _Task) -> None:
+        try:
+            self.client.request("PATCH", f"/api/tasks/{t.task_id}/", json={"is_labeled": False})
+            t.hidden = False
+            t.created_at = time.time()
+        except LabelStudioError as exc:
+            log.warning("Label Studio: cannot show task %s again (%s)", t.task_id, exc)
+
+    def _set_overlap(self, t: _Task, n: int) -> None:
+        try:
+            # a task with its labels is "labeled" and out of the stream: back in with room
+            self.client.request("PATCH", f"/api/tasks/{t.task_id}/",
+                                json={"overlap": n, "is_labeled": False})  # fmt: skip
+            t.overlap = n
+        except LabelStudioError as exc:
+            log.warning("Label Studio: cannot ask for one more label on task %s (%s)",
+                        t.task_id, exc)  # fmt: skip
 
     def _flush(self) -> None:
         if not self._unsent:
@@ -341,7 +371,7 @@ class LabelStudioHumanQueue(HumanQueue):
     def pending(self) -> list[str]:
         """Items pushed and not answered yet (as of the last listing or poll)."""
         self._ensure_listed()
-        return [i for i, t in self._tasks.items() if not t.n_annotations and
+        return [i for i, t in self._tasks.items() if not t.n_annotations and not t.hidden and
                 i not in self._answers]  # fmt: skip
 
     def expired(self, now: float | None = None) -> list[str]:
@@ -352,10 +382,15 @@ class LabelStudioHumanQueue(HumanQueue):
         return [i for i in self.pending() if now - self._tasks[i].created_at > self.timeout]
 
     def withdraw(self, item_ids: list[str]) -> list[str]:
-        """Delete the tasks of ``item_ids`` that have no annotation; answered tasks stay (they
-        are the record of who labelled what), and one with fewer annotations than
-        ``overlap`` is closed (its task overlap set to what it has, so the label stream
-        stops handing it out). Returns the items withdrawn."""
+        """Take the tasks of ``item_ids`` that have no annotation out of the label stream;
+        answered tasks stay (they are the record of who labelled what), and one with fewer
+        annotations than ``overlap`` is closed (its task overlap set to what it has, so the
+        label stream stops handing it out). Returns the items withdrawn.
+
+        A withdrawn task is hidden (``is_labeled``), not deleted (issue 38): a person who
+        has it open can still submit their label (a deleted task answered "404 No Task
+        matches" and the work was lost); QUORUM records such an answer as a late one,
+        paid and used where the budget has room (docs/live.md)."""
         self._ensure_listed()
         gone = []
         for i in item_ids:
@@ -377,8 +412,10 @@ class LabelStudioHumanQueue(HumanQueue):
             if live or int(cur.get("total_annotations") or 0):
                 t.n_annotations = max(1, len(live))
                 continue
-            self.client.request("DELETE", f"/api/tasks/{t.task_id}/")
-            del self._tasks[i]
+            if not t.hidden:
+                self.client.request("PATCH", f"/api/tasks/{t.task_id}/",
+                                    json={"is_labeled": True})  # fmt: skip
+                t.hidden = True
             gone.append(i)
         if gone:
             log.info("Label Studio: withdrew %d unanswered task(s)", len(gone))
@@ -387,7 +424,7 @@ class LabelStudioHumanQueue(HumanQueue):
     def _close(self, t: _Task, n: int) -> None:
         """No more annotations wanted on a task that has ``n``: Label Studio then counts it
         as labelled (its stream hands it to nobody else)."""
-        if n >= self.project.overlap:
+        if n >= max(t.overlap, self.project.overlap):
             return
         try:
             self.client.request("PATCH", f"/api/tasks/{t.task_id}/", json={"overlap": max(1, n)})

@@ -118,6 +118,9 @@ class LabelStudioServer:
     reuse_migrations : a new data folder gets a copy of a migrated empty database, made once
         per Label Studio install (:mod:`~quorum.live.labelstudio.database_template`), so
         its first start does not apply the migrations again.
+    lock_ttl : seconds a task someone opened stays locked to them (Label Studio's
+        ``TASK_LOCK_TTL``, 24 h by default there): a person who opens a task and walks
+        away holds it this long, while the others cannot take it (issue 38); 600.
 
     Examples
     --------
@@ -134,6 +137,7 @@ class LabelStudioServer:
         admin_email: str = "admin@quorum.local",
         startup_timeout: float = 240.0,
         reuse_migrations: bool = True,
+        lock_ttl: int = 600,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.port = port or free_port()
@@ -147,6 +151,7 @@ class LabelStudioServer:
         self.python = exe.parent / "python"
         self.startup_timeout = startup_timeout
         self.reuse_migrations = reuse_migrations
+        self.lock_ttl = int(lock_ttl)
         self.admin = LabelStudioUser(
             admin_email, secrets.token_urlsafe(16), token=secrets.token_hex(20)
         )
@@ -211,7 +216,9 @@ class LabelStudioServer:
                 "LABEL_STUDIO_USER_TOKEN": self.admin.token,
                 "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",
                 "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true",
+                # no look-up of the latest version on PyPI at start (offline machines)
                 "LATEST_VERSION_CHECK": "false",
+                "TASK_LOCK_TTL": str(self.lock_ttl),
                 "COLLECT_ANALYTICS": "false",
                 "SENTRY_DSN": "",
                 "FRONTEND_SENTRY_DSN": "",

@@ -75,7 +75,10 @@ CREATE TABLE IF NOT EXISTS swap_pairs (
 #: columns added after schema version 1 (older ledgers get them on open)
 ADDED = {"human_queue": {"raw": "TEXT", "line": "INTEGER", "given": "INTEGER DEFAULT 0",
                           "price": "REAL", "wanted": "INTEGER DEFAULT 1",
-                          "confidence": "REAL", "note": "TEXT"},
+                          "confidence": "REAL", "note": "TEXT",
+                          # 'check': a random quality check (one more person is asked
+                          # where its labels disagree, issue 38); NULL: the router's task
+                          "purpose": "TEXT"},
          # when a call's request first left for the endpoint (NULL: not yet sent); a call
          # a kill cuts off before that was never billed (issue 37)
          "calls": {"sent_at": "REAL"}}  # fmt: skip
@@ -94,7 +97,7 @@ FROM human_queue q WHERE NOT EXISTS (SELECT 1 FROM human_labels l
 
 TASK_COLUMNS = ["request_key", "item_id", "annotator", "call_id", "status", "submitted_at",
                  "answered_at", "label", "answered_by", "raw", "line", "given", "price",
-                 "wanted", "confidence", "note"]  # fmt: skip
+                 "wanted", "confidence", "note", "purpose"]  # fmt: skip
 
 
 def migrate(conn: sqlite3.Connection) -> None:

@@ -121,6 +121,38 @@ class Ledger:
         f.flush()
         self._lockfile = f
 
+    def holder_alive(self, pid: Any, host: Any) -> bool:
+        """Whether a run marked ``running`` by process ``pid`` on ``host`` still runs:
+        False when its process is gone (a ``kill -9`` leaves the row ``running`` until the
+        next ``annotate``): nobody holds the project lock, or, on this machine, no process
+        has that pid. A run on another machine with the lock free is taken as gone too."""
+        path = str(self.path) + ".lock"
+        try:
+            f = open(path)  # noqa: SIM115
+        except OSError:
+            return False
+        try:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held = True
+        except OSError:
+            held = True  # the lock cannot be tried here: trust the row
+        else:
+            held = False
+            fcntl.flock(f, fcntl.LOCK_UN)
+        finally:
+            f.close()
+        if not held:
+            return False
+        if host == socket.gethostname() and pid:
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                return False
+            except (OSError, ValueError):
+                pass
+        return True
+
     def close(self) -> None:
         with self._lock:
             self.conn.close()
@@ -297,21 +329,28 @@ class Ledger:
 
     # -- humans ------------------------------------------------------------
     def queue_human(self, key: str, item_id: str, annotator: str, call_ids: list[int],
-                    price: float) -> None:  # fmt: skip
+                    price: float, purpose: str | None = None) -> None:  # fmt: skip
         """Record a task sent to the human queue: one label slot per call row, each call
-        holding ``price`` (the price of one label) until its label comes."""
+        holding ``price`` (the price of one label) until its label comes; ``purpose``
+        'check' marks a random quality check."""
         now = time.time()
         with self.tx() as c:
             c.execute(
                 "INSERT OR IGNORE INTO human_queue (request_key, item_id, annotator, call_id, "
-                "status, submitted_at, price, wanted) VALUES (?,?,?,?,?,?,?,?)",
-                (key, item_id, annotator, call_ids[0], "pending", now, price, len(call_ids)),
-            )
+                "status, submitted_at, price, wanted, purpose) VALUES (?,?,?,?,?,?,?,?,?)",
+                (key, item_id, annotator, call_ids[0], "pending", now, price, len(call_ids),
+                 purpose),
+            )  # fmt: skip
             c.executemany(
                 "INSERT OR IGNORE INTO human_labels (request_key, slot, item_id, call_id, "
                 "status) VALUES (?,?,?,?,'open')",
                 [(key, j, item_id, cid) for j, cid in enumerate(call_ids)],
             )
+
+    def set_purpose(self, key: str, purpose: str | None) -> None:
+        """Whose task it is: 'check' (the random quality checks) or the router's (None)."""
+        with self.tx() as c:
+            c.execute("UPDATE human_queue SET purpose=? WHERE request_key=?", (purpose, key))
 
     def human_task(self, key: str) -> sqlite3.Row | None:
         rows = self.query("SELECT * FROM human_queue WHERE request_key=?", (key,))
@@ -419,6 +458,17 @@ class Ledger:
             "interrupted": cut,
             "interrupted_calls": int(row[3]),
         }
+
+    def check_money_units(self) -> int:
+        """Money paid and held by the random quality checks' tasks (``purpose`` 'check'),
+        in nano-units."""
+        cost = _U.format("c.cost")
+        row = self.query(
+            f"SELECT coalesce(sum(CASE WHEN c.status IN ('ok','pending') THEN {cost} END), 0) "
+            "FROM human_labels l JOIN calls c ON c.call_id = l.call_id "
+            "JOIN human_queue q ON q.request_key = l.request_key WHERE q.purpose='check'"
+        )
+        return int(row[0][0])
 
     def money(self) -> dict[str, float]:
         """:meth:`money_units` as floats (each the nearest float to the exact sum)."""

@@ -49,6 +49,13 @@ class MoneyGuard:
     ``held_u`` the reservations of calls in flight, ``limit_u`` the project's budget; a call
     is held only while their sum stays within the limit. ``stats.committed`` follows
     ``committed_u`` (for the progress bar).
+
+    Two more bounds keep a pass to its plan (issue 38): ``cap_u``, the limit of the target
+    mode's current rung (every call), and ``keep_u``, the money the pass keeps for its
+    random quality checks: a call that is not a check is held only while the money the
+    checks have not used yet (``keep_u`` less ``check_u``, what their tasks paid and hold)
+    stays free, so that tasks sent ahead, late answers or calls of earlier passes never
+    take it. Calls made while ``for_checks`` is set are the checks'.
     """
 
     def __init__(
@@ -61,6 +68,10 @@ class MoneyGuard:
         self.charge_interrupted = charge_interrupted
         self.committed_u = to_units(stats.committed)
         self.held_u = 0  # reservations of calls in flight
+        self.cap_u = self.limit_u  # the current rung's limit (target mode)
+        self.keep_u = 0  # kept for the pass's random checks
+        self.check_u = 0  # paid and held by the checks' tasks (whole ledger)
+        self.for_checks = False  # the calls made now are the checks'
         self.sync()
 
     def sync(self) -> None:
@@ -68,11 +79,21 @@ class MoneyGuard:
         of calls a kill cut off, unless ``charge_interrupted`` is off)."""
         m = self.ledger.money_units()
         self.committed_u = m["committed"] - (0 if self.charge_interrupted else m["interrupted"])
+        self.check_u = self.ledger.check_money_units()
         self.stats.committed = from_units(self.committed_u)
 
-    def room(self, units: int) -> bool:
-        """Whether the budget has ``units`` left beside what is paid, held and reserved."""
-        return self.committed_u + self.held_u + units <= self.limit_u
+    def bound(self, cap: float | None = None, keep: float = 0.0) -> None:
+        """The current pass's bounds: the rung's limit (None: the budget) and the money
+        kept for its checks."""
+        self.cap_u = self.limit_u if cap is None else min(self.limit_u, to_units(cap))
+        self.keep_u = max(0, to_units(keep))
+
+    def room(self, units: int, for_checks: bool | None = None) -> bool:
+        """Whether the budget has ``units`` left beside what is paid, held and reserved
+        (and, for a call that is not a check, beside the money kept for the checks)."""
+        checks = self.for_checks if for_checks is None else for_checks
+        keep = 0 if checks else max(0, self.keep_u - self.check_u)
+        return self.committed_u + self.held_u + units + keep <= self.cap_u
 
     def hold(self, amount: float) -> bool:
         """Reserve ``amount`` for a call (False, and nothing held: no room for it)."""
@@ -91,7 +112,9 @@ class MoneyGuard:
         self.held_u -= to_units(reserved)
         self.commit(to_units(cost))
 
-    def commit(self, units: int) -> None:
-        """Count money just paid."""
+    def commit(self, units: int, for_checks: bool | None = None) -> None:
+        """Count money just paid (or held by a human task)."""
         self.committed_u += units
+        if self.for_checks if for_checks is None else for_checks:
+            self.check_u += units
         self.stats.committed = from_units(self.committed_u)

@@ -13,7 +13,7 @@ from quorum.live.humans.agreement import agreement_summary, label_agreement
 from quorum.live.humans.book import HumanBook, reliability_evidence
 from quorum.live.ledger.schema import float_or_none
 from quorum.live.ledger.store import Ledger, money_str
-from quorum.live.machines.answer_health import unparseable_warnings
+from quorum.live.machines.answer_health import constant_warnings, unparseable_warnings
 from quorum.live.outputs.judges import answered_pairs, judge_table
 from quorum.live.project.config import ProjectConfig
 from quorum.live.run.progress import progress_line
@@ -68,10 +68,25 @@ def status(cfg: ProjectConfig) -> dict[str, Any]:
         }
         per = _per_annotator(ledger)
         last = ledger.last_run()
+        if last is not None and last["status"] == "running":
+            last = dict(last)
+            if not ledger.holder_alive(last.get("pid"), last.get("host")):
+                # killed (kill -9, a crash): the next annotate records it as killed
+                last["status"] = "killed"
+                last["note"] = "its process is gone (killed or crashed); run annotate to resume"
         run, labelled, unlabelled, provisional = _last_labels(ledger)
         tasks = ledger.human_tasks()
         humans = _humans(cfg, ledger, tasks, meta)
         warnings = unparseable_warnings(ledger)
+        if cfg.task.kind.discrete:
+            warnings += constant_warnings(ledger)
+        short = tasks[tasks["note"].fillna("").str.startswith("closed at the timeout")]
+        if len(short):
+            warnings.append(
+                f"{len(short)} human task(s) closed at the timeout with fewer labels than "
+                f"wanted (items {', '.join(map(str, short['item_id'].head(10)))}): their label "
+                "rests on fewer people"
+            )
         runs = int(ledger.query("SELECT count(*) FROM runs")[0][0])
         links = _human_links(cfg, tasks.loc[tasks["status"] == "pending", "item_id"].tolist())
         kind = cfg.task.kind

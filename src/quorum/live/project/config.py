@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from quorum.data.schema import GOLD_HUMAN
 from quorum.errors import ConfigError
@@ -49,12 +56,33 @@ class BudgetConfig(BaseModel):
         description="a price edited since the ledger's last run: refuse to run (default), or "
         "accept it for new calls (calls already made keep the cost they were recorded at)",
     )
-    quality_checks: float | None = Field(
-        default=0.03,
-        ge=0.0,
+    quality_checks: Literal["auto"] | float | None = Field(
+        default="auto",
+        description="random human checks that estimate the labels' quality "
+        "(docs/quality.md): 'auto' (default) as many as an interval about "
+        "`quality_width` wide needs, at most `quality_max_share` of the money above one "
+        "label per item; a number: that share of the human labels the budget can buy; "
+        "0: no checks",
+    )
+    quality_width: float = Field(
+        default=0.45,
+        gt=0.0,
         le=1.0,
-        description="share of the human labels the budget can buy spent on random checks "
-        "that estimate the labels' quality (docs/quality.md); 0: no checks",
+        description="'auto' checks: the width of the interval they are sized for (expected "
+        "before the run, from an assumed score variance; docs/quality.md)",
+    )
+    quality_interval: Literal["clt", "betting"] = Field(
+        default="clt",
+        description="the checks' interval: 'clt' (Student t, narrower) or 'betting' (valid "
+        "at any number of checks, about a third wider; docs/quality.md)",
+    )
+    quality_max_share: float = Field(
+        default=0.5,
+        gt=0.0,
+        le=1.0,
+        description="'auto' checks: the most of the money above one label per item that "
+        "they may take; where that buys fewer, the run says so at its start with the "
+        "width to expect",
     )
     confidence: float | None = Field(
         default=None,
@@ -71,9 +99,16 @@ class BudgetConfig(BaseModel):
         "`confidence` (the budget is then a ceiling; docs/quality.md)",
     )
 
+    @field_validator("quality_checks")
+    @classmethod
+    def _share(cls, v: Any) -> Any:
+        if isinstance(v, float) and not 0.0 <= v <= 1.0:
+            raise ValueError(f"quality_checks must be 'auto' or a share in [0, 1], got {v}")
+        return v
+
     @property
     def checks_on(self) -> bool:
-        """Random quality checks are bought (a share above 0, or a target)."""
+        """Random quality checks are bought ('auto', a share above 0, or a target)."""
         return bool(self.quality_checks) or self.target_quality is not None
 
     @property

@@ -49,6 +49,10 @@ class Plan:
     #: per LLM: what is sent besides its prompt, and its first item's prompt as sent
     prompt_added: dict[str, str] = field(default_factory=dict)
     prompt_sent: dict[str, str] = field(default_factory=dict)
+    #: the random quality checks the run will buy, in words (the run's first line), and
+    #: whether the budget buys fewer than an interval of ``quality_width`` needs
+    checks: str | None = None
+    checks_short: bool = False
 
     @property
     def human_hours(self) -> float:
@@ -70,6 +74,7 @@ class Plan:
             f"confidence calls: {self.confidence_calls}",
             f"human labels: {self.human_labels} ({self.human_tasks} item(s)); human time: "
             f"{self.human_hours:.2f} h at {self.seconds_per_label:g} s per label",
+            *([f"{self.checks} (besides the human labels above)"] if self.checks else []),
             "these counts assume every LLM answer can be read as a label: try a few items "
             "first (items.limit) and look at the unparsed column of `quorum status`",
             *[
@@ -106,6 +111,8 @@ class PlanSource:
         self.accuracy = dict(accuracy or {})
         self.recorded = dict(recorded or {})
         self.seed = seed
+        #: labels each human task wants (``humans.labels_per_item``)
+        self.labels_per_item = 1
         self.calls: Counter[str] = Counter()
         self.confidence_calls = 0
 
@@ -115,6 +122,13 @@ class PlanSource:
 
     def price(self, annotator: str) -> float:
         return self.prices[annotator]
+
+    def check_price(self, annotator: str) -> float:
+        """What a live run holds for one random check (``LiveSource.check_price``): the
+        task's labels and, with two or more, half a label for a third person."""
+        price = self.price(annotator)
+        k = self.labels_per_item
+        return price + 0.5 * price / k if annotator == self.task.human and k >= 2 else price
 
     def confidence_price(self, annotator: str) -> float:
         return self.conf_prices.get(annotator, 0.0)
@@ -187,6 +201,7 @@ class PlanSetup:
 def plan(cfg: ProjectConfig, llm_accuracy: float = 0.8, features: str | None = None) -> Plan:
     """Run the project's router on its items against :class:`PlanSource`; nothing is paid."""
     from quorum.live.run.runner import make_method
+    from quorum.live.run.target import LiveTarget, checks_outlook
 
     ps = setup(cfg, features)
     cfg, items, task, specs = ps.cfg, ps.items, ps.task, ps.specs
@@ -194,6 +209,10 @@ def plan(cfg: ProjectConfig, llm_accuracy: float = 0.8, features: str | None = N
     source = ps.source(llm_accuracy, cfg.seed)
     budget = Budget(cfg.budget.limit, human_limit=cfg.budget.human_limit)
     make_method(cfg.method, cfg.method_params).route(ps.problem, source, budget, seed=cfg.seed)
+    source.labels_per_item = cfg.humans.labels_per_item if cfg.human != GOLD_HUMAN else 1
+    b = cfg.budget
+    ladder = None if b.target_quality is None else LiveTarget(b.target_quality, b.level, b.limit)
+    outlook = checks_outlook(cfg, ps.problem, source, ladder)
     human_price = task.human_spec.price
     machines = [s for s in specs if s.kind != "human"]
     everything = len(items) * (sum(s.price for s in machines) + human_price)
@@ -216,6 +235,8 @@ def plan(cfg: ProjectConfig, llm_accuracy: float = 0.8, features: str | None = N
         prices={**{s.name: s.price for s in machines}, human: human_price},
         prompt_added=ps.added,
         prompt_sent=ps.sent,
+        checks=None if outlook is None else outlook[0],
+        checks_short=bool(outlook and outlook[1]),
     )
 
 

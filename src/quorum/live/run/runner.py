@@ -27,7 +27,7 @@ import pandas as pd
 from quorum.errors import ConfigError
 from quorum.live.ledger.schema import damaged
 from quorum.live.ledger.store import Ledger, money_str
-from quorum.live.machines.answer_health import unparseable_warnings
+from quorum.live.machines.answer_health import constant_answers, unparseable_warnings
 from quorum.live.machines.calls import Redactor
 from quorum.live.project.config import ProjectConfig
 from quorum.live.project.items import item_views, load_items
@@ -37,8 +37,13 @@ from quorum.live.run.problem import build_arms, build_problem, build_task, make_
 from quorum.live.run.progress import Progress
 from quorum.live.run.settle import give_paid_calls, label_orphans, settle_orphans
 from quorum.live.run.source import LiveSource
-from quorum.live.run.summary import RunSummary, quality_summary, run_summary
-from quorum.live.run.target import LiveTarget, route_pass
+from quorum.live.run.summary import (
+    RunSummary,
+    labelled_before,
+    quality_summary,
+    run_summary,
+)
+from quorum.live.run.target import LiveTarget, checks_outlook, route_pass, send_checks_first
 from quorum.live.run.waiting import n_resolved, wait_for
 from quorum.routing.core.base import Router, RoutingResult
 from quorum.routing.core.budget import Budget, to_units
@@ -213,6 +218,7 @@ def _open_run(run: _Run, items: pd.DataFrame, views: Any, quiet: bool) -> LiveSo
         c.execute("INSERT OR REPLACE INTO meta VALUES ('budget', ?)", (str(cfg.budget.limit),))
     run.target = LiveTarget.of(cfg, ledger)
     run.progress = Progress(len(items), quiet=quiet)
+    run.progress.floor = labelled_before(ledger)  # a resumed run goes on from there
     run.source = source = LiveSource(
         task_type=task.type,
         items=views,
@@ -233,6 +239,10 @@ def _open_run(run: _Run, items: pd.DataFrame, views: Any, quiet: bool) -> LiveSo
     )
     source.resubmit_pending()
     source.collect_answers()
+    outlook = checks_outlook(cfg, run.problem, source, run.target)
+    if outlook is not None:
+        log.log(logging.WARNING if outlook[1] else logging.INFO, "%s", outlook[0])
+    send_checks_first(cfg, run.problem, source, run.target)
     return source
 
 
@@ -310,13 +320,14 @@ def _settled(run: _Run, source: LiveSource, result: RoutingResult, tally: _Tally
     if (n_given or n_withdrawn or n_calls) and tally.settle < MAX_SETTLE_PASSES:
         return False
     if source.not_made:
+        cut = ledger.money_units()["interrupted"]
         log.warning(
             "%d call(s) the router planned were not made: the ledger's money is spent%s",
             source.not_made,
-            ""
-            if run.cfg.budget.charge_interrupted
-            else " (calls cut off by a stop count as possibly billed; set "
-            "budget.charge_interrupted = true to let the router plan with that)",
+            " (calls cut off by a stop count as possibly billed; set "
+            "budget.charge_interrupted = true to let the router plan with that)"
+            if cut > 0 and not run.cfg.budget.charge_interrupted
+            else " (on answers this pass did not reuse; they were given to the router)",
         )
     return True
 
@@ -329,6 +340,10 @@ def _finish_run(
     run.progress.stop()
     for warning in unparseable_warnings(run.ledger):
         log.warning("%s", warning)
+    if run.cfg.task.kind.discrete:
+        for c in constant_answers(run.ledger):
+            if c.annotator not in source.uninformative:  # those were said when taken out
+                log.warning("%s", c.line())
     summary = run_summary(
         run.ledger, run.run_id, tally.passes, result, source, run.n_interrupted, run.human
     )
@@ -358,17 +373,27 @@ def _record_failure(run: _Run, exc: BaseException) -> None:
             log.debug("could not record the run's end", exc_info=True)
 
 
+#: router parameters a live run sets where the router takes them and the project does not
+#: (issue 38): the final labels' prior shrunk to uniform, not to the frequencies of the
+#: few dozen human labels the router chose (docs/live.md, "A real team's run")
+LIVE_ROUTER_DEFAULTS: dict[str, Any] = {"label_model_final_prior": "uniform"}
+
+
 def _with_human_quality(cfg: ProjectConfig, source: LiveSource) -> dict[str, Any]:
     """The router's parameters, with the human arm's estimated quality where the router
-    takes one (``human_quality``) and the project does not set it itself."""
+    takes one (``human_quality``) and the project does not set it itself, and the live
+    defaults (:data:`LIVE_ROUTER_DEFAULTS`) where it takes them."""
+    import inspect
+
     params = dict(cfg.method_params)
+    takes = set(inspect.signature(type(make_method(cfg.method, params)).__init__).parameters)
+    for name, value in LIVE_ROUTER_DEFAULTS.items():
+        if name in takes and name not in params:
+            params[name] = value
     q = source.human_quality()
     if q is None or "human_quality" in params:
         return params
-    import inspect
-
-    router = make_method(cfg.method, params)
-    if "human_quality" in inspect.signature(type(router).__init__).parameters:
+    if "human_quality" in takes:
         params["human_quality"] = q
         log.debug("the human arm's quality for the router: %.2f", q)
     return params

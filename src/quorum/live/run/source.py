@@ -20,9 +20,11 @@ exactly the path a router with an instant human would take (the behaviour before
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -32,6 +34,7 @@ from quorum.live.humans.collector import AnswerCollector, Collected
 from quorum.live.humans.queue import HumanArm, HumanTask
 from quorum.live.humans.tasks import human_task, label_help, match_answer, task_key
 from quorum.live.ledger.store import Ledger
+from quorum.live.machines.answer_health import constant_answers
 from quorum.live.machines.calls import Annotator, Redactor, Request
 from quorum.live.machines.loop import shared_loop
 from quorum.live.machines.machine_calls import DEFERRED, NOT_MADE, MachineCalls
@@ -109,6 +112,8 @@ class LiveSource:
         self.gold = {k: v for k, v in (gold or {}).items() if isinstance(v, str)}
         self.book = HumanBook(ledger)
         self.collector = AnswerCollector(self) if human is not None else None
+        #: machine annotators taken out as uninformative (see :meth:`is_available`)
+        self.uninformative: set[str] = set()
 
     # -- AnnotationSource ------------------------------------------------------
     def price(self, annotator: str) -> float:
@@ -121,9 +126,55 @@ class LiveSource:
         return a.confidence_price() if a is not None and a.gives_confidence else 0.0
 
     def is_available(self, annotator: str) -> bool:
-        """False once an endpoint is declared dead (routers should drop that arm)."""
+        """False once an endpoint is declared dead, or found uninformative (one label on
+        nearly every item while people disagree, :func:`constant_answers`): routers should
+        drop that arm."""
+        if annotator in self.uninformative:
+            return False
         a = self.annotators.get(annotator)
         return True if a is None else a.available
+
+    def _find_uninformative(self) -> None:
+        """Machine annotators that answer one label on nearly every item while people give
+        it far less often: out of the run from this pass on (said once, issue 38)."""
+        if self.human is None or not self.kind.discrete:
+            return
+        for c in constant_answers(self.ledger):
+            if (
+                c.uninformative
+                and c.annotator in self.annotators
+                and (c.annotator not in self.uninformative)
+            ):
+                self.uninformative.add(c.annotator)
+                log.warning("%s", c.line())
+
+    def check_price(self, annotator: str) -> float:
+        """What a random quality check holds (:class:`~quorum.live.run.target.LiveChecks`):
+        the task's k labels and, with k >= 2, half a label more: where a check's k labels
+        disagree one more person is asked (:meth:`HumanBook.widen`), about every other
+        check on a team with one careless person."""
+        price = self.price(annotator)
+        h = self.human
+        if h is not None and annotator == h.name and h.labels_per_item >= 2:
+            return price + 0.5 * h.price
+        return price
+
+    def bound_pass(self, cap: float | None, keep: float) -> None:
+        """The pass's bounds on the money (:meth:`MoneyGuard.bound`): the rung's limit and
+        the money kept for its random checks, which no other call may take (with a
+        human arm only: the gold column answers at once, nothing can be queued ahead of
+        its checks)."""
+        self.guard.bound(cap, keep if self.human is not None else 0.0)
+
+    @contextlib.contextmanager
+    def checking(self) -> Iterator[None]:
+        """The calls made inside are the random quality checks: their tasks are marked
+        (``purpose`` 'check') and may use the money kept for them."""
+        self.guard.for_checks = True
+        try:
+            yield
+        finally:
+            self.guard.for_checks = False
 
     def annotate(self, item_id: str, annotator: str) -> Outcome:
         return self.annotate_many([(item_id, annotator)])[0]
@@ -163,6 +214,7 @@ class LiveSource:
         self.asked_human = {}
         self.guard.sync()
         self.stats.items_ok = set()
+        self._find_uninformative()
 
     def prior_outcomes(self) -> list[Outcome]:
         """Answers the router gets before it starts, charged to its budget: machine answers
@@ -179,9 +231,12 @@ class LiveSource:
                 if (r["item_id"], ann.name) not in pairs:  # one outcome a pair (two calls)
                     pairs.add((r["item_id"], ann.name))
                     got = pair_from_ledger(self.ledger, ann, self.items[r["item_id"]])
+                    if got is not None and ann.name in self.uninformative:  # paid, not used
+                        got = dataclasses.replace(got, output=None, status="unparseable")
                     out += [got] if got is not None else []
             elif r["item_id"] in self.items and ann is not None:
-                ok = r["status"] == "ok"
+                # an uninformative annotator's answers are paid, not used
+                ok = r["status"] == "ok" and r["annotator"] not in self.uninformative
                 out.append(Outcome(r["item_id"], r["annotator"], r["output"] if ok else None,
                                    float(r["cost"] or 0.0), status="ok" if ok else "unparseable",
                                    raw=r["response_raw"]))  # fmt: skip
@@ -221,12 +276,24 @@ class LiveSource:
         return from_units(min(self.book.cost_units(key), cap))
 
     # -- the public face the answer collector uses (quorum.live.humans.collector.AnswerSink) --
-    def room(self, units: int) -> bool:
-        """Whether the budget has ``units`` left beside what is paid, held and reserved."""
-        return self.guard.room(units)
+    def room(self, units: int, for_checks: bool | None = None) -> bool:
+        """Whether the budget has ``units`` left beside what is paid, held and reserved
+        (and, unless ``for_checks``, beside the money kept for the random checks)."""
+        return self.guard.room(units, for_checks)
 
-    def commit(self, units: int) -> None:
-        self.guard.commit(units)
+    def commit(self, units: int, for_checks: bool | None = None) -> None:
+        self.guard.commit(units, for_checks)
+
+    def open_call(self, key: str, item_id: str, slot: int, price: float) -> int:
+        """The call row of a slot added to a check whose labels disagree: pending, holding
+        the price of one label until it comes."""
+        assert self.human is not None
+        return self.ledger.start_call(
+            self.run_id, f"{key}#{slot + 1}", "annotate", item_id, self.human.name, "human",
+            None, None, self.items[item_id].text if item_id in self.items else "",
+            {"slot": slot, "tie_break": True}, price, status="pending", cost=price,
+            cost_source="human price (held until answered)",
+        )  # fmt: skip
 
     def late_call(self, key: str, item_id: str, slot: int, label: str, raw: str,
                   price: float) -> int:  # fmt: skip
@@ -304,6 +371,11 @@ class LiveSource:
         item = self.items[item_id]
         if self.human is not None and annotator == self.human.name:
             return self._human_call(item)
+        if annotator in self.uninformative:  # taken out: no call, nothing paid
+            out = Outcome(item_id, annotator, None, 0.0, status="failed",
+                          raw="uninformative: one label on nearly every item")  # fmt: skip
+            self._event(out)
+            return out
         ann = self.annotators[annotator]
         if isinstance(ann, SwapAnnotator):  # a pairwise judge asked in both orders
             out = await execute_swap(self.calls, ann, item, frozen=self.frozen,
@@ -359,6 +431,8 @@ class LiveSource:
         self.asked_human[key] = item.item_id
         task = self.ledger.human_task(key)
         status = task["status"] if task is not None else None
+        if task is not None:
+            self._claim(key, task["purpose"])
         if status == "answered":
             out = Outcome(item.item_id, h.name, task["label"], self._task_cost(key),
                           raw=task["raw"])  # fmt: skip
@@ -369,6 +443,8 @@ class LiveSource:
                           raw=f"expired: {task['note'] or 'no answer in time'}")  # fmt: skip
             self._event(out)
             return out
+        if not self.frozen and status != "pending" and self._queue_full():
+            self.frozen = True  # queue_depth tasks wait already: this one waits its turn
         if self.frozen and status != "pending":
             return Outcome(item.item_id, h.name, None, 0.0, status="pending", raw=DEFERRED)
         if status is None or status == "withdrawn":
@@ -388,7 +464,8 @@ class LiveSource:
                     )
                     for j in range(h.labels_per_item)
                 ]  # fmt: skip
-                self.ledger.queue_human(key, item.item_id, h.name, ids, h.price)
+                self.ledger.queue_human(key, item.item_id, h.name, ids, h.price,
+                                        "check" if self.guard.for_checks else None)  # fmt: skip
             else:
                 self.book.reopen(key, h.price)
             self.guard.settle(h.task_price, h.task_price)
@@ -399,6 +476,29 @@ class LiveSource:
         out = Outcome(item.item_id, h.name, None, cost, status="pending")
         self._event(out)
         return out
+
+    def _claim(self, key: str, purpose: str | None) -> None:
+        """A task is the random checks' while they ask for it and the router's once the
+        router asks for it (its item left the machine-labelled set): its money then counts
+        for the router, and the money kept for the checks covers the check drawn instead."""
+        want = "check" if self.guard.for_checks else None
+        if purpose != want:
+            self.ledger.set_purpose(key, want)
+            self.guard.sync()
+
+    def _queue_full(self) -> bool:
+        """``humans.queue_depth`` (when set above 1) is a cap on the human tasks pending at
+        once, whichever pass sent them (issue 38: a calibration batch, or tasks earlier
+        passes sent, once made 26 wait at depth 6). When it is reached the pass waits for
+        any of them (they join ``blocking``)."""
+        if self.queue_depth <= 1:
+            return False
+        pend = self.ledger.pending_humans()
+        if len(pend) < self.queue_depth:
+            return False
+        for k, i in zip(pend["request_key"], pend["item_id"], strict=True):
+            self.blocking.setdefault(k, i)
+        return True
 
     def _event(self, out: Outcome) -> None:
         self.stats.count(out)

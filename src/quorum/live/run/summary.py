@@ -208,3 +208,16 @@ def last_pass(ledger: Ledger) -> tuple[sqlite3.Row | None, int | None]:
     if not rows:
         return None, None
     return rows[0], int(rows[0]["last_pass"])
+
+
+def labelled_before(ledger: Ledger) -> int:
+    """Items the ledger's latest labels label: where the progress line of a resumed run
+    starts (issue 38: it went back to "labelled 1/300")."""
+    run, p = last_pass(ledger)
+    if run is None:
+        return 0
+    row = ledger.query(
+        "SELECT count(*) FROM labels WHERE run_id=? AND pass=? AND output IS NOT NULL",
+        (run["run_id"], p),
+    )
+    return int(row[0][0])

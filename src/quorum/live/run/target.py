@@ -19,17 +19,21 @@ checks against the current vote.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import logging
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from quorum.live.machines.machine_calls import DEFERRED
 from quorum.live.project.config import ProjectConfig
 from quorum.quality.checks import QualityChecks
+from quorum.quality.estimators import checks_for_width, expected_width
 from quorum.quality.target import TARGET_CHECKS, TargetQuality, _more_money
 from quorum.routing.core.base import Router, RoutingProblem, RoutingResult
 from quorum.routing.core.budget import Budget, from_units
@@ -38,14 +42,86 @@ log = logging.getLogger("quorum.live")
 
 #: the ledger ``meta`` key of the target mode's state
 META_KEY = "target"
+#: the betting interval's width over the t interval's (about a third, docs/quality.md)
+BETTING_WIDER = 1.35
 
 
 class LiveChecks(QualityChecks):
-    """Checks drawn in one fixed random order of the items (see the module docstring)."""
+    """Checks drawn in one fixed random order of the items (see the module docstring).
+
+    ``width`` (``[budget] quality_checks = "auto"``, issue 38): as many checks as an
+    interval about ``width`` wide needs (:func:`~quorum.quality.estimators.checks_for_width`,
+    every item machine-labelled, the widest case), at most ``max_share`` of the checks the
+    money above one label per item can buy; None: ``share`` as in replay. A check costs
+    what the live source holds for it (:meth:`LiveSource.check_price`: with several labels
+    per item, half a label more for the person asked where they disagree). The t
+    interval's variance is at least what the predicted scores imply (``variance_floor``,
+    :func:`~quorum.quality.estimators.ppi_estimate`): a few dozen live checks that happen
+    to agree made intervals 0.16 wide that missed the truth.
+    """
+
+    def __init__(
+        self, *, width: float | None = None, variance_floor: bool = True, **kw: Any
+    ) -> None:
+        super().__init__(variance_floor=variance_floor, **kw)
+        self.width = width
 
     def draw_order(self, machine_items: list[str], seed: int = 0) -> np.ndarray:
         keys = [_rank(self.stream, seed, i) for i in machine_items]
         return np.argsort(np.asarray(keys, dtype=np.uint64), kind="stable")
+
+    def check_price(self, source: Any, human: str) -> float:
+        held = getattr(source, "check_price", None)
+        return float(held(human)) if callable(held) else float(source.price(human))
+
+    def wanted(self, n_items: int) -> int:
+        """The checks an interval about ``width`` wide needs (``width`` set)."""
+        assert self.width is not None
+        return checks_for_width(self.width / self.widening, n_items, self.confidence)
+
+    @property
+    def widening(self) -> float:
+        """How much wider the interval rule is than the t interval the sizing assumes: the
+        betting interval about a third (docs/quality.md, measured on the bench)."""
+        return BETTING_WIDER if self.interval == "betting" else 1.0
+
+    def n_checks(self, problem: RoutingProblem, budget: Budget, human_price: float) -> int:
+        if self.width is None:
+            return super().n_checks(problem, budget, human_price)
+        most = math.floor(self.max_share * self.can_buy(problem, budget, human_price) + 1e-9)
+        return max(0, min(self.wanted(problem.n_items), most, problem.n_items))
+
+    def outlook(self, problem: RoutingProblem, budget: Budget, source: Any) -> tuple[str, bool]:
+        """What the checks will be, in one line, before anything is spent: how many, what
+        they cost, the width to expect, and where the budget buys fewer than wanted, so
+        (then the second value is True: a warning)."""
+        price = self.check_price(source, problem.task.human)
+        n = self.n_checks(problem, budget, price)
+        w = min(1.0, expected_width(n, problem.n_items, self.confidence) * self.widening)
+        level = f"{self.confidence:.0%}"
+        if n == 0:
+            return (
+                f"quality checks: none: the money above one label per item buys no check at "
+                f"{price:.4g} a check, so the labels' quality gets no estimate (the {level} "
+                "interval is every value); raise budget.limit for one",
+                True,
+            )
+        line = (
+            f"quality checks: {n} random human check(s) at about {price:.4g} each "
+            f"({n * price:.4g} of the budget {budget.limit:.4g}), kept for them whatever "
+            f"else is queued; the {level} interval of the labels' quality is expected to be "
+            f"about {w:.2f} wide"
+        )
+        short = self.width is not None and n < self.wanted(problem.n_items)
+        if short:
+            want = self.wanted(problem.n_items)
+            line += (
+                f"; an interval about {self.width:.2f} wide needs {want} checks, more than "
+                f"budget.quality_max_share ({self.max_share:g}) of the money above one label "
+                f"per item buys: raise budget.limit (about {want * price:.4g} for the checks) "
+                "or budget.quality_max_share, or accept the wider interval"
+            )
+        return line, short
 
 
 def _rank(stream: int, seed: int, item_id: str) -> int:
@@ -54,14 +130,23 @@ def _rank(stream: int, seed: int, item_id: str) -> int:
 
 
 def plain_checks(cfg: ProjectConfig) -> LiveChecks | None:
-    """The checks of a run without a target: ``[budget] quality_checks`` of the human
-    labels the budget can buy (at most that share, not the replay cap of 5 %), none from
-    money the router leaves (live money the router did not need stays unspent)."""
-    share = cfg.budget.quality_checks
+    """The checks of a run without a target: ``[budget] quality_checks`` "auto" (default),
+    as many as an interval about ``quality_width`` wide needs, at most
+    ``quality_max_share`` of those the money above one label per item buys; a number, that
+    share of the human labels the budget can buy (at most that share, not the replay cap
+    of 5 %). None from money the router leaves (live money the router did not need stays
+    unspent)."""
+    b = cfg.budget
+    share = b.quality_checks
+    if share == "auto":
+        return LiveChecks(
+            share=0.0, min_checks=0, max_share=b.quality_max_share, confidence=b.level,
+            use_leftover=False, width=b.quality_width, interval=b.quality_interval,
+        )  # fmt: skip
     if not share:
         return None
-    return LiveChecks(share=share, max_share=max(share, 0.05), confidence=cfg.budget.level,
-                      use_leftover=False)  # fmt: skip
+    return LiveChecks(share=share, max_share=max(share, 0.05), confidence=b.level,
+                      use_leftover=False, interval=b.quality_interval)  # fmt: skip
 
 
 @dataclass
@@ -210,17 +295,80 @@ def route_pass(
     target: LiveTarget | None = None,
 ) -> RoutingResult:
     """One pass of the router: on the rung's budget (target mode) less the checks' money;
-    the random checks are asked once the pass is complete (not waiting for a person)."""
+    the random checks are asked once the pass is complete (not waiting for a person).
+
+    The live source is told the pass's bounds (issue 38): no call of the pass takes the
+    ledger's money past the rung's limit, and none but the checks' takes the money kept
+    for them, so that tasks sent ahead or calls of earlier passes never eat it."""
+    if target is not None:
+        problem, budget = target.rung(problem, budget)
+    checks = target.checks() if target is not None else plain_checks(cfg)
+    cap = budget.limit if target is not None else None
+    bound = getattr(source, "bound_pass", None)
+    if checks is None:
+        if bound is not None:
+            bound(cap, 0.0)
+        return router.route(problem, source, budget, seed=cfg.seed)
+    inner_problem, inner, n = checks.split(problem, budget, source)
+    if bound is not None:
+        bound(cap, n * checks.check_price(source, problem.task.human))
+    result = router.route(inner_problem, source, inner, seed=cfg.seed)
+    if source.waiting:  # the pass waits for a person: its labels are not final yet
+        return result
+    checking = getattr(source, "checking", None)
+    with checking() if checking is not None else contextlib.nullcontext():
+        return checks.check(result, problem, source, budget, n, seed=cfg.seed)[0]
+
+
+def send_checks_first(
+    cfg: ProjectConfig, problem: RoutingProblem, source: Any, target: LiveTarget | None
+) -> int:
+    """Send the random checks to the people before the router starts (issue 38: a team
+    waited 140 s for its first task while the cheapest LLM labelled every item).
+
+    The checks are the first machine-labelled items of one fixed random order of the
+    items (:class:`LiveChecks`), so the first n items of that order are each either a
+    check or an item the router sends to people itself (then the check takes the next
+    one): none is wasted, and the sample is the one the checks would draw at the end.
+    Returns how many tasks were asked (answered ones come back from the ledger)."""
+    human = problem.task.human
+    if getattr(source, "human", None) is None or not hasattr(source, "checking"):
+        return 0
+    budget = Budget(cfg.budget.limit, human_limit=cfg.budget.human_limit)
     if target is not None:
         problem, budget = target.rung(problem, budget)
     checks = target.checks() if target is not None else plain_checks(cfg)
     if checks is None:
-        return router.route(problem, source, budget, seed=cfg.seed)
-    inner_problem, inner, n = checks.split(problem, budget, source)
-    result = router.route(inner_problem, source, inner, seed=cfg.seed)
-    if source.waiting:  # the pass waits for a person: its labels are not final yet
-        return result
-    return checks.check(result, problem, source, budget, n, seed=cfg.seed)[0]
+        return 0
+    _, _, n = checks.split(problem, budget, source)
+    if n <= 0:
+        return 0
+    ids = [str(i) for i in problem.item_ids]
+    first = [ids[int(p)] for p in checks.draw_order(ids, cfg.seed)[:n]]
+    source.bound_pass(budget.limit if target is not None else None,
+                      n * checks.check_price(source, human))  # fmt: skip
+    with source.checking():
+        outs = source.annotate_many([(i, human) for i in first])
+    sent = sum(o.status == "pending" and o.raw != DEFERRED for o in outs)
+    if sent:
+        log.info("%d random check(s) sent to the people first, while the machines label "
+                 "the items", sent)  # fmt: skip
+    return len(first)
+
+
+def checks_outlook(
+    cfg: ProjectConfig, problem: RoutingProblem, source: Any, target: LiveTarget | None
+) -> tuple[str, bool] | None:
+    """The run's checks in one line before anything is spent, and whether it is a warning
+    (fewer than wanted, or none); None: no checks. In target mode those of the first
+    rung."""
+    budget = Budget(cfg.budget.limit, human_limit=cfg.budget.human_limit)
+    if target is not None:
+        problem, budget = target.rung(problem, budget)
+    checks = target.checks() if target is not None else plain_checks(cfg)
+    if checks is None:
+        return None
+    return checks.outlook(problem, budget, source)
 
 
 def target_status(saved: str | None) -> dict[str, Any] | None:

@@ -135,11 +135,18 @@ def fit_knn_strength(
     k: int = 10,
     grid: tuple[float, ...] = STRENGTH_GRID,
     max_items: int = 2000,
+    one_se: bool = False,
 ) -> float:
     """The ``strength`` of :func:`knn_label_probs` with the best leave-one-out
     log-likelihood of the human labels (at most ``max_items`` of them, the first ones).
     Where neighbours say nothing about the label the largest value wins, and the label
     model falls back to the label frequencies.
+
+    ``one_se`` (ours, issue 38): the largest strength whose mean leave-one-out
+    log-likelihood is within one standard error (of its paired difference per label) of
+    the best one's, the one-standard-error rule: a handful of labels on features that say
+    nothing about them (16 labels in a scripted team's run) no longer picks the
+    neighbours by chance.
 
     Examples
     --------
@@ -161,11 +168,19 @@ def fit_knn_strength(
     c, tot = knn_counts(space, labelled, y, labelled, n_labels, k)
     rows = np.arange(len(y))
     best, best_ll = float(grid[-1]), -np.inf
+    per: dict[float, np.ndarray] = {}
     for s in grid:
         p = (c[rows, y] + s * prior[y]) / (tot[:, 0] + s)
-        ll = float(np.log(np.clip(p, 1e-12, None)).sum())
+        per[float(s)] = np.log(np.clip(p, 1e-12, None))
+        ll = float(per[float(s)].sum())
         if ll > best_ll + 1e-9:
             best, best_ll = float(s), ll
+    if not one_se:
+        return best
+    for s in sorted(per, reverse=True):  # the simplest first: the label frequencies
+        d = per[s] - per[best]
+        if d.mean() >= -d.std(ddof=1) / np.sqrt(len(d)) - 1e-12:
+            return s
     return best
 
 

@@ -40,7 +40,7 @@ def final_labels(run: QuorumRun, after_bandit: bool) -> dict[int, str]:
     todo = np.array([t for t in range(run.T) if run.human not in outputs(t)], dtype=int)
     if len(todo) == 0:
         return {}
-    best = lm.posterior(todo).argmax(axis=1)
+    best = lm.posterior(todo, final=True).argmax(axis=1)
     final = {int(t): lm.labels[int(j)] for t, j in zip(todo, best, strict=True)}
     if lm.unasked_label_ is not None:
         unasked = np.array([t for t in todo if not run.rec.by_item.get(run.ids[t])], int)

@@ -113,6 +113,7 @@ class QuorumParams(BaseModel):
     label_model_fit: bool = True
     label_model_bandit: bool = False
     label_model_max_items: int = Field(50_000, ge=0)
+    label_model_final_prior: Literal["frequencies", "uniform"] = "frequencies"
     # engineering
     batch_size: int = Field(256, ge=1)
     posterior_backend: Literal["numba", "numpy"] = "numba"
@@ -245,6 +246,7 @@ GROUPS: dict[str, tuple[str, str, tuple[str, ...]]] = {
             "label_model_fit",
             "label_model_bandit",
             "label_model_max_items",
+            "label_model_final_prior",
         ),
     ),
     "engineering": (
@@ -478,6 +480,16 @@ DESCRIPTIONS: dict[str, str] = {
         "choose the kNN prior's pseudo-counts by the leave-one-out likelihood of the human "
         "labels (:func:`~quorum.routing.core.label_model.fit_knn_strength`), so that "
         "neighbours that say nothing about the label fall back to the label frequencies."
+    ),
+    "label_model_final_prior": (
+        'the prior of the final labels\' posterior (ours, issue 38). "frequencies" '
+        "(default): the kNN prior of ``label_model_vote``, shrunk towards the human label "
+        'frequencies. "uniform": the kNN vote shrunk towards the uniform distribution '
+        "with pseudo-counts by the one-standard-error rule: the human labels are bought "
+        "where the LLMs looked weakest, so their frequencies are not the data's, and a few "
+        "dozen of them on features that say little let the prior overrule a 76 %-right LLM "
+        "(a live team's run; the live runner's default, docs/live.md). In both, an LLM "
+        "counts at least at chance in the final labels (never voted against)."
     ),
     "label_model_bandit": (
         "also use ``label_model_vote`` after bandit routing (dollars, panel not dominated). "
