@@ -196,12 +196,14 @@ def test_both_calls_are_held_before_the_first_leaves(tmp_path) -> None:
         assert out.status == "failed" and src.guard.held_u == 0
         # with the money for the second call, the pair is finished from the ledger's first
         src.guard.limit_u = to_units(0.02)
+        src.guard.bound()  # the pass's cap follows the new limit
         out = src.annotate("p1", "longer")
         assert out.status == "ok" and out.cost == pytest.approx(0.02)
         assert float(src.ledger.money()["paid"]) == pytest.approx(0.02)
         # paid answers handed to the router before it plans (``given_calls``): one outcome
         # a pair, at both calls' cost; a pair with one order paid is an answer without a vote
         src.guard.limit_u = to_units(0.03)
+        src.guard.bound()  # the pass's cap follows the new limit
         first3, _ = ann.orders(src.items["p3"])
         src._loop.run(src.calls.execute(ann, first3, frozen=False, skip_unpaid=False))
         ids = _sql(cfg, "SELECT call_id FROM calls WHERE annotator='longer' AND status='ok'")
@@ -214,6 +216,7 @@ def test_both_calls_are_held_before_the_first_leaves(tmp_path) -> None:
         assert prior["p3"].cost == pytest.approx(0.01)
         # the first order fails: the second is not made, nothing stays held
         src.guard.limit_u = to_units(1.0)
+        src.guard.bound()  # the pass's cap follows the new limit
         out = src.annotate("p2", "crash")
         assert out.status == "failed" and out.cost == 0 and src.guard.held_u == 0
         crash = _sql(cfg, "SELECT * FROM calls WHERE annotator='crash'")

@@ -54,6 +54,18 @@ class HumanBook:
             args,
         )
 
+    def people(self) -> set[str]:
+        """Everyone known to have given a label that counts (authors the queue reported)."""
+        if not self._has("human_labels"):
+            return set()
+        marks = ",".join("?" * len(COUNTED))
+        rows = self.ledger.query(
+            f"SELECT DISTINCT person FROM human_labels WHERE person IS NOT NULL AND person != '' "
+            f"AND status IN ({marks})",
+            COUNTED,
+        )
+        return {str(r[0]) for r in rows}
+
     def counted(self) -> pd.DataFrame:
         """Every label that counts, oldest first."""
         marks = ",".join("?" * len(COUNTED))

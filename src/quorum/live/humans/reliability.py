@@ -324,9 +324,10 @@ class LabelSetReliability:
         """Sets that could be checked (against another person's set or gold)."""
         return sum(p.checked for p in self.people.values())
 
-    def vote(self, labels: Iterable[tuple[str, str]]) -> Vote:
+    def vote(self, labels: Iterable[tuple[str, str]], majority_first: bool = False) -> Vote:
         """Per label, the weighted 0/1 vote of ``(person, set)`` pairs (oldest first; a
-        tie goes to the person most reliable over all labels, then the earliest); then
+        tie goes to the person most reliable over all labels, then the earliest;
+        ``majority_first``: per label, as :meth:`Reliability.vote`); then
         ``min_labels`` / ``max_labels`` add / drop labels by P(label in the set). The
         confidence stands for the expected Jaccard of the set A with the truth T under the
         labels' vote probabilities: E|A & T| / E|A | T|, and for the empty set P(no label
@@ -341,7 +342,7 @@ class LabelSetReliability:
         for lab in self.kind.labels:
             rel = self._of(lab)
             answers = [(who, "1" if s and lab in s else "0") for who, s in pairs]
-            v = rel.vote(answers)
+            v = rel.vote(answers, majority_first)
             if math.isclose(v.scores.get("1", 0.0), v.scores.get("0", 0.0), abs_tol=1e-12):
                 top = max(answers, key=lambda a: trust[a[0]])[1]
                 if top != v.label:
