@@ -53,6 +53,9 @@ from quorum.routing.quorum.run import QuorumRun
 __all__ = ["DollarsPath", "Plans", "Strategy", "auditor", "dollars"]
 
 _EPS = 1e-9
+#: the most looks of a stepped probe (``probe_step``): each look resamples the probe, so a
+#: probe of thousands of items (a million-item run) takes steps of len / 16, not of 8
+_PROBE_CHECKS = 16
 
 
 class DollarsPath(Enum):
@@ -190,11 +193,14 @@ def auditor(run: QuorumRun, plans: Plans | None = None) -> None:
 # ------------------------------------------------------------------ the steps
 def _value_probe(run: QuorumRun, items: list[int]) -> list[int]:
     """The audit by value's probe on ``items`` (human and the LLMs of
-    :func:`_value_probe_panel`): all at once, or ``probe_step`` items at a time while
+    :func:`_value_probe_panel`): all at once, or ``probe_step`` items (at least 1/16 of the
+    probe) at a time while
     :func:`~quorum.routing.quorum.audit.by_value.probe_worth_more` says the next step is
     worth its price (at least ``probe_step`` items)."""
     panel = _value_probe_panel(run, len(items))
     step = run.cfg.probe_step
+    if step > 0:  # at most _PROBE_CHECKS looks: a large probe grows its step
+        step = max(step, -(-len(items) // _PROBE_CHECKS))
     if step <= 0 or step >= len(items):
         return calibrate(run, items, panel)
     cheap = run.llm_names[int(np.argmin(run.spend.c))]
