@@ -11,7 +11,12 @@ import pandas as pd
 import pytest
 
 from quorum.data.io import load_folder
-from quorum.routing.quorum.audit.by_value import choose_llm, probe_panel
+from quorum.routing.quorum.audit.by_value import (
+    choose_llm,
+    marks_key,
+    ordered_quality,
+    probe_panel,
+)
 from quorum.simulate import prepare, simulate_once
 
 
@@ -19,15 +24,42 @@ def test_choose_llm_weighs_quality_against_the_humans_its_price_costs():
     acc = np.array([0.2, 0.4, 0.9])
     prices = np.array([0.01, 0.02, 0.05])
     alive = np.ones(3, dtype=bool)
-    k, n_h, value = choose_llm(acc, prices, alive, 24.0, 800, 0.1, None)
+    k, n_h, value, marks = choose_llm(acc, prices, alive, 24.0, 800, 0.1, None)
+    assert not marks  # random order unless asked
     assert k == 1 and n_h == 100 and np.isnan(value[2])  # 0.05 x 800 > 24: does not fit
     # with much money the cheapest LLM leaves room for more humans and wins
-    k2, _, _ = choose_llm(np.array([0.2, 0.25, 0.3]), prices, alive, 60.0, 800, 0.1, None)
+    k2, _, _, _ = choose_llm(np.array([0.2, 0.25, 0.3]), prices, alive, 60.0, 800, 0.1, None)
     assert k2 == 0
     assert choose_llm(acc, prices, np.zeros(3, dtype=bool), 24.0, 800, 0.1, None)[0] is None
     # a human limit (auditor) caps the humans beside every LLM
-    _, n_cap, _ = choose_llm(acc, prices, alive, 24.0, 800, 0.1, 10)
+    _, n_cap, _, _ = choose_llm(acc, prices, alive, 24.0, 800, 0.1, 10)
     assert n_cap == 10
+
+
+def test_choose_llm_margin_keeps_the_cheapest_on_a_near_tie():
+    prices, alive = np.array([0.01, 0.02]), np.ones(2, dtype=bool)
+    acc = np.array([0.3, 0.4])  # values 0.455 (177 humans) and 0.475 (100 humans)
+    assert choose_llm(acc, prices, alive, 24.0, 800, 0.1, None)[0] == 1
+    assert choose_llm(acc, prices, alive, 24.0, 800, 0.1, None, margin=0.05)[0] == 0
+
+
+def test_fewest_marks_order_and_when_it_is_free():
+    # an LLM that marked one span is wrong, one that marked none or three is right
+    sims = np.array([[0.0], [0.0], [1.0], [1.0]])
+    keys = marks_key(np.array([[1], [1], [0], [3]]))
+    assert keys[:, 0].tolist() == [1.0, 1.0, np.inf, 3.0]
+    assert ordered_quality(sims[:, 0], keys[:, 0], 0.5, 1.0) == 1.0  # humans fix both
+    assert ordered_quality(sims[:, 0], None, 0.5, 1.0) == 0.75
+    one = (np.array([0.5]), np.array([0.01]), np.ones(1, dtype=bool))
+    # dollars (no human limit): the LLM under every human costs 4 humans of 40;
+    # the order still wins here, so "fewest-marks" and "by-value" take it, "if-free" not
+    for order, want in (("fewest-marks", True), ("by-value", True), ("if-free", False)):
+        k, n_h, _, marks = choose_llm(*one, 5.0, 100, 0.1, None, 1.0, (sims, keys), order)
+        assert (k, marks) == (0, want)
+        assert n_h == (40 if want else 44)
+    # auditor: a human limit that binds leaves the money for the LLM under the humans
+    k, n_h, value, marks = choose_llm(*one, 5.0, 100, 0.1, 20, 1.0, (sims, keys), "if-free")
+    assert marks and n_h == 20 and value[0] == pytest.approx(0.7)  # 0.5 + 0.2 * (1 - 0)
 
 
 def _folder(tmp_path, n=300):
@@ -85,3 +117,58 @@ def test_the_probe_asks_only_the_llms_that_could_label_the_rest():
     # the cheapest live LLM is always kept, even when nothing fits; dead LLMs never
     dead = np.array([True, True, True, False])
     assert probe_panel(prices, dead, 0.5, 400, 20, 0.1).tolist() == [False, False, True, False]
+
+
+def _marks_folder(tmp_path, n=200):
+    """One LLM that is wrong where it marks one span and right where it marks two."""
+    text = "The forecast says rain on Monday and sun on Tuesday in the north."
+    items, rows = [], []
+    for i in range(n):
+        gold = [[4, 12, "Contradictory"], [30, 36, "Contradictory"]]
+        wrong = i % 2 == 0
+        ans = [[40, 44, "Contradictory"]] if wrong else gold
+        items.append({"item_id": f"i{i}", "text": text, "gold_spans": json.dumps(gold)})
+        rows.append({"item_id": f"i{i}", "annotator": "cheap", "spans": json.dumps(ans)})
+        rows.append({"item_id": f"i{i}", "annotator": "dear", "spans": json.dumps(gold)})
+    pd.DataFrame(items).to_parquet(tmp_path / "items.parquet")
+    pd.DataFrame(rows).to_parquet(tmp_path / "answers.parquet")
+    return load_folder(tmp_path)
+
+
+def test_auditor_humans_go_where_the_llm_marked_fewest_spans(tmp_path):
+    ds = _marks_folder(tmp_path)
+    feats = SimpleNamespace(phi=np.zeros((ds.n_items, 2)), embeddings=None, names=None, raw=None)
+    prep = prepare(ds, {"cheap": 0.01, "dear": 0.5}, features=feats)
+    rows = {}
+    for order in ("if-free", "random"):
+        params = {"quality": False, "value_audit_order": order}
+        row, res = simulate_once(prep, "quorum", "auditor", 0.3, seed=0, params=params)
+        assert row["cost"] <= row["budget_limit"] + 1e-9
+        assert row["human_labels"] <= row["human_budget"]
+        rows[order] = row
+        if order == "if-free":
+            assert res.info["auditor_order"].startswith("fewest spans marked first")
+            ann = res.annotations
+            humans = set(ann.loc[ann["annotator"] == ds.task.human, "item_id"])
+            probe = set(ann.loc[ann["phase"] == "calibration", "item_id"])
+            routed = humans - probe
+            assert routed and all(int(t[1:]) % 2 == 0 for t in routed)  # the one-span items
+    # the same humans, on the LLM's errors: every error the humans reach is fixed
+    assert rows["if-free"]["human_labels"] == rows["random"]["human_labels"]
+    assert rows["if-free"]["span_f1"] > rows["random"]["span_f1"] + 0.1
+
+
+@pytest.mark.parametrize("setting", ["dollars", "auditor"])
+def test_the_probe_stops_once_the_choice_is_clear(tmp_path, setting):
+    ds = _folder(tmp_path, 600)
+    feats = SimpleNamespace(phi=np.zeros((ds.n_items, 2)), embeddings=None, names=None, raw=None)
+    prep = prepare(ds, {"cheap": 0.01, "good": 0.02, "dear": 0.09}, features=feats)
+    sizes = {}
+    for step in (0, 8):
+        params = {"quality": False, "probe_step": step}
+        row, res = simulate_once(prep, "quorum", setting, 0.5, seed=0, params=params)
+        assert res.info["audit_by_value"]["llm"] == "good"
+        assert row["cost"] <= row["budget_limit"] + 1e-9
+        sizes[step] = res.info["n_calibration"]
+    # "good" is right on every item, "cheap" never: one step of 8 settles it
+    assert sizes[8] == 8 < sizes[0]

@@ -30,7 +30,7 @@ from enum import Enum
 
 import numpy as np
 
-from quorum.routing.quorum.audit.by_value import probe_panel, value_audit
+from quorum.routing.quorum.audit.by_value import probe_panel, probe_worth_more, value_audit
 from quorum.routing.quorum.audit.one_shot import (
     calibration_errors,
     one_shot_auditor,
@@ -53,6 +53,9 @@ from quorum.routing.quorum.run import QuorumRun
 __all__ = ["DollarsPath", "Plans", "Strategy", "auditor", "dollars"]
 
 _EPS = 1e-9
+#: the most looks of a stepped probe (``probe_step``): each look resamples the probe, so a
+#: probe of thousands of items (a million-item run) takes steps of len / 16, not of 8
+_PROBE_CHECKS = 16
 
 
 class DollarsPath(Enum):
@@ -121,7 +124,7 @@ def dollars(run: QuorumRun, plans: Plans | None = None) -> DollarsPath:
     n_probe = probe_size(n_cal, cfg.probe_share) if strategy.probe else n_cal
     if run.kind.audit_llm_by_value:  # spans: a probe, then the LLM worth most (audit.by_value)
         items = [int(t) for t in run.rng.permutation(T)[:n_probe]]
-        probe = calibrate(run, items, _value_probe_panel(run, len(items)))
+        probe = _value_probe(run, items)
         report.dollars_strategy = DollarsPath.AUDIT.value
         value_audit(run, probe, run.llm_names[int(np.argmin(sp.c))], run.kind.audit_value_z)
         return DollarsPath.AUDIT
@@ -164,7 +167,7 @@ def auditor(run: QuorumRun, plans: Plans | None = None) -> None:
         fits = int(B * sp.c_h / max(sp.c_h + float(sp.c.sum()) - sp.c_min, _EPS))
         n_p = min(probe_size(round(cfg.calibration_share * B), cfg.probe_share), fits, B)
         items = [int(t) for t in order[:n_p]]
-        probe = calibrate(run, items, _value_probe_panel(run, len(items)))
+        probe = _value_probe(run, items)
         value_audit(run, probe, cheap, run.kind.audit_value_z)
         return
     if run.kind.graded and cfg.summary_audit != "calibrated":
@@ -188,6 +191,27 @@ def auditor(run: QuorumRun, plans: Plans | None = None) -> None:
 
 
 # ------------------------------------------------------------------ the steps
+def _value_probe(run: QuorumRun, items: list[int]) -> list[int]:
+    """The audit by value's probe on ``items`` (human and the LLMs of
+    :func:`_value_probe_panel`): all at once, or ``probe_step`` items (at least 1/16 of the
+    probe) at a time while
+    :func:`~quorum.routing.quorum.audit.by_value.probe_worth_more` says the next step is
+    worth its price (at least ``probe_step`` items)."""
+    panel = _value_probe_panel(run, len(items))
+    step = run.cfg.probe_step
+    if step > 0:  # at most _PROBE_CHECKS looks: a large probe grows its step
+        step = max(step, -(-len(items) // _PROBE_CHECKS))
+    if step <= 0 or step >= len(items):
+        return calibrate(run, items, panel)
+    cheap = run.llm_names[int(np.argmin(run.spend.c))]
+    probe: list[int] = []
+    while len(probe) < len(items):
+        probe += calibrate(run, items[len(probe) : len(probe) + step], panel)
+        if not probe_worth_more(run, probe, step, cheap):
+            break
+    return probe
+
+
 def _value_probe_panel(run: QuorumRun, n_probe: int) -> list[str] | None:
     """The LLMs the audit by value probes (:func:`~quorum.routing.quorum.audit.by_value.probe_panel`
     when ``TaskKind.probe_fitting_llms_only``, else every LLM: None)."""

@@ -94,6 +94,10 @@ class QuorumParams(BaseModel):
     summary_error_quantile: float = Field(0.5, ge=0.0, le=1.0)
     summary_audit: Literal["random", "longest", "calibrated"] = "random"
     auditor_cost_match: bool = False
+    value_audit_order: Literal["random", "fewest-marks", "by-value", "if-free"] = "if-free"
+    value_margin: float = Field(0.0, ge=0.0)
+    probe_step: int = Field(8, ge=0)
+    probe_bootstrap: int = Field(200, ge=1)
     dollars_strategy: Literal["auto", "audit", "bandit"] = "auto"
     probe_share: float = Field(0.5, gt=0.0, le=1.0)
     probe_order: Literal["uncertainty", "random"] = "random"
@@ -227,6 +231,10 @@ GROUPS: dict[str, tuple[str, str, tuple[str, ...]]] = {
             "summary_error_quantile",
             "summary_audit",
             "auditor_cost_match",
+            "value_audit_order",
+            "value_margin",
+            "probe_step",
+            "probe_bootstrap",
         ),
     ),
     "label_model": (
@@ -346,6 +354,27 @@ DESCRIPTIONS: dict[str, str] = {
         "- c_min); phase 3: money left / (n_open c_H)), so that weak LLM answers go to humans "
         "when the budget allows it."
     ),
+    "value_audit_order": (
+        "the audit by value (spans, ``TaskKind.audit_llm_by_value``; ours): which items get "
+        'the humans. "fewest-marks" (default): the chosen LLM answers every item left first, '
+        "then the humans take the items where it marked the fewest spans, at least one "
+        "(an unreadable answer first, an answer with no span last); the LLM's expected "
+        'quality is read off the probe in the same order. "random": humans on random items '
+        "and the LLM only on the others (no LLM answer under a human's). docs/router.md, "
+        '"Span tasks".'
+    ),
+    "value_margin": (
+        "the audit by value (spans; ours): the expected mean quality by which a dearer LLM "
+        "must pass the cheapest measured one to be chosen (0: the best expected value). "
+        'docs/router.md, "Span tasks".'
+    ),
+    "probe_step": (
+        "the audit by value (spans; ours): probe items bought at a time; after each step the "
+        "probe goes on only while the expected loss of choosing the LLM now (bootstrap over "
+        "the probe items) is larger than what the next step's LLM answers would buy as "
+        'humans. 0: the whole probe at once. docs/router.md, "Span tasks".'
+    ),
+    "probe_bootstrap": ("resamples of the probe items behind ``probe_step``'s expected loss."),
     "auditor_cost_match": (
         "auditor setting: calibration needs the cheapest LLM's answer on |C| human-labelled "
         "items; give up ceil(|C| c_min / (c_H - c_min)) human labels so that the total cost "
