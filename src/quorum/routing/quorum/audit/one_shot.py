@@ -7,8 +7,11 @@ problems above ``label_model_max_items``); the audit plans are
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
+from quorum.routing.core.budget import cap_humans
 from quorum.routing.quorum.audit.auditing import (
     audit_human_count,
     calibration_error_mask,
@@ -20,6 +23,10 @@ from quorum.routing.quorum.run import QuorumRun
 __all__ = [
     "calibration_errors",
     "error_ranked",
+    "lead_audit",
+    "lead_centrality",
+    "lead_overlap",
+    "lead_sentences",
     "longest_first",
     "one_shot_auditor",
     "one_shot_dollars",
@@ -39,10 +46,72 @@ def longest_first(order: np.ndarray, lengths: np.ndarray | None) -> np.ndarray:
     return order[np.argsort(-np.asarray(lengths)[order], kind="stable")]
 
 
+#: a sentence ends at . ! ? followed by white space, or at a full-width 。！？
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+
+
+def lead_sentences(text: str, n: int) -> tuple[str, str]:
+    """``text``'s first ``n`` sentences and the rest (all of it and "" when it has fewer).
+
+    >>> lead_sentences("One. Two! Three? Four.", 2)
+    ('One. Two!', 'Three? Four.')
+    """
+    parts = _SENTENCE_END.split(text.strip(), maxsplit=n)
+    return " ".join(parts[:n]), " ".join(parts[n:])
+
+
+def lead_centrality(run: QuorumRun, items: np.ndarray) -> np.ndarray:
+    """How well each source's lead stands for the rest of it: ROUGE-1 F1 (the task's
+    scorer) of its first ``summary_lead_sentences`` sentences against the others
+    (``RoutingProblem.texts``; 0 without either). Known before any call."""
+    texts = run.p.texts
+    assert texts is not None
+    score = run.kind.scorer(run.p.task.language)
+    k = run.cfg.summary_lead_sentences
+    out = np.zeros(len(items))
+    for i, t in enumerate(items):
+        lead, rest = lead_sentences(texts[int(t)], k)
+        out[i] = score(lead, rest) if lead and rest else 0.0
+    return out
+
+
+def lead_overlap(run: QuorumRun, items: np.ndarray, cheap: str) -> np.ndarray:
+    """ROUGE-1 F1 (the task's scorer) of ``cheap``'s summary of each item against its
+    source's first ``summary_lead_sentences`` sentences (0 without either)."""
+    texts = run.p.texts
+    assert texts is not None
+    score = run.kind.scorer(run.p.task.language)
+    k = run.cfg.summary_lead_sentences
+    out = np.zeros(len(items))
+    for i, t in enumerate(items):
+        summary = run.answers.outputs(int(t)).get(cheap)
+        lead, _ = lead_sentences(texts[int(t)], k)
+        out[i] = score(summary, lead) if isinstance(summary, str) and summary and lead else 0.0
+    return out
+
+
+def lead_audit(run: QuorumRun, order: np.ndarray, cheap: str, n_h: int) -> None:
+    """Auditor, summaries, ``summary_audit="lead"`` (ours, issue 39): the cheapest LLM
+    summarises every item (B c_H + T c_min, the setting's limit, what ``audit_llm_first``
+    spends on labels), then the ``n_h`` humans go to the summaries least like their
+    source's lead (:func:`lead_overlap`), lowest first, ties in ``order``'s random
+    order. A human summary replaces the LLM's where it is bought."""
+    run.buy(order, cheap, "llm")
+    ranked = order[np.argsort(lead_overlap(run, order, cheap), kind="stable")]
+    n_h = cap_humans(min(n_h, len(ranked)), run.budget.humans_left)
+    run.report.auditor_order = "summaries least like the source's lead first (summary_audit)"
+    run.buy(ranked[:n_h], run.human, "lead")
+
+
 def summary_order(run: QuorumRun, order: np.ndarray) -> np.ndarray:
     """The items a summary audit gives the humans first (``summary_audit``): "longest",
     the longest sources (an LLM's summary of a long source is further from the human's,
-    docs/router.md); "random", ``order`` as it is."""
+    docs/router.md); "lead" where no LLM summary is bought first (the dollars audit), the
+    sources whose lead stands least for the rest (:func:`lead_centrality`); "random",
+    ``order`` as it is."""
+    if run.cfg.summary_audit == "lead" and run.p.texts is not None:
+        run.report.auditor_order = "sources whose lead stands least for the rest first"
+        return order[np.argsort(lead_centrality(run, order), kind="stable")]
     if run.cfg.summary_audit == "longest" and run.p.text_lengths is not None:
         run.report.auditor_order = "longest sources first (summary_audit)"
         return longest_first(order, run.p.text_lengths)
