@@ -506,8 +506,9 @@ def test_summaries_audit_by_the_sources_lead(setting):
     """summary_audit="lead": in the auditor setting the cheapest LLM summarises every item,
     then the humans go to the summaries least like their source's first three sentences;
     in the dollars audit (no summary bought first) to the sources whose lead is least like
-    the rest of them. Planted here: ``far`` items, whose lead shares no word with the
-    LLM's summary (auditor) or with the rest of the source (dollars)."""
+    the rest of them (in the auditor setting too, here equal). Planted: ``far`` items,
+    whose lead shares no word with the LLM's summary (auditor) or with the rest of the
+    source (dollars)."""
     from baselines_fakes import auditor_budget, source_of
     from baselines_fakes import make_problem as make_fake_problem
 
@@ -521,7 +522,7 @@ def test_summaries_audit_by_the_sources_lead(setting):
     for i in prob.item_ids:
         if setting == "auditor":
             first = "Zulu yankee xray." if i in far else cheap[i].capitalize() + "."
-            texts.append(f"{first} Second one. Third one. {rest}")
+            texts.append(f"{first} Second. Third. {rest}")  # every lead apart from its rest
         else:
             lead = "Zulu yankee. Xray whiskey. Victor tango." if i in far else rest + " One six."
             texts.append(f"{lead} {rest}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+from scipy.stats import rankdata
 
 from quorum.routing.core.budget import cap_humans
 from quorum.routing.quorum.audit.auditing import (
@@ -93,11 +94,13 @@ def lead_overlap(run: QuorumRun, items: np.ndarray, cheap: str) -> np.ndarray:
 def lead_audit(run: QuorumRun, order: np.ndarray, cheap: str, n_h: int) -> None:
     """Auditor, summaries, ``summary_audit="lead"`` (ours, issue 39): the cheapest LLM
     summarises every item (B c_H + T c_min, the setting's limit, what ``audit_llm_first``
-    spends on labels), then the ``n_h`` humans go to the summaries least like their
-    source's lead (:func:`lead_overlap`), lowest first, ties in ``order``'s random
-    order. A human summary replaces the LLM's where it is bought."""
+    spends on labels), then the ``n_h`` humans go to the items lowest on the mean rank of
+    two signals: the summary's likeness to its source's lead (:func:`lead_overlap`) and
+    how well that lead stands for the rest of the source (:func:`lead_centrality`); ties
+    in ``order``'s random order. A human summary replaces the LLM's where it is bought."""
     run.buy(order, cheap, "llm")
-    ranked = order[np.argsort(lead_overlap(run, order, cheap), kind="stable")]
+    rank = rankdata(lead_overlap(run, order, cheap)) + rankdata(lead_centrality(run, order))
+    ranked = order[np.argsort(rank, kind="stable")]
     n_h = cap_humans(min(n_h, len(ranked)), run.budget.humans_left)
     run.report.auditor_order = "summaries least like the source's lead first (summary_audit)"
     run.buy(ranked[:n_h], run.human, "lead")
