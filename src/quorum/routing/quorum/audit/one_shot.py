@@ -2,7 +2,8 @@
 the calibration errors (Algorithm 2; the auditor ordering ``auditor_rule``), the LLM on
 the rest. Used where the label model is off (``audit_llm_first=False``, summaries,
 problems above ``label_model_max_items``); the audit plans are
-:mod:`~quorum.routing.quorum.audit.plans`.
+:mod:`~quorum.routing.quorum.audit.plans`. Summaries' orders (``summary_audit``): random,
+the longest sources, or the summaries least like their source's lead.
 """
 
 from __future__ import annotations
