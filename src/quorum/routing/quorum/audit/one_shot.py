@@ -163,7 +163,7 @@ def error_ranked(
 
 def one_shot_dollars(run: QuorumRun, cal: list[int], rest: np.ndarray, cheap: str) -> None:
     """Dollars: as many humans as the money leaves after the LLM on every other item,
-    on its likeliest errors (summaries with ``summary_audit="random"``: in random order)."""
+    on its likeliest errors (summaries: in the order of :func:`summary_order`)."""
     n_h = audit_human_count(
         run.budget.remaining,
         len(rest),
