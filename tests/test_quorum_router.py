@@ -570,3 +570,34 @@ def test_the_probe_is_a_random_sample_unless_asked_for_the_uncertainty_order():
     assert probe(0, probe_order="uncertainty") == probe(1, probe_order="uncertainty")
     with pytest.raises(ValueError, match="probe_order"):
         QuorumRouter(probe_order="first")
+
+
+@pytest.mark.realdata
+def test_summary_lead_audit_on_recorded_summaries(shared_data_dir):
+    """``summary_audit="lead"`` as ``quorum simulate`` runs it, on SummEval's recorded
+    summaries: the auditor setting buys the cheapest LLM everywhere (B c_H + T c_min) and
+    gives the humans summaries further from their source's lead than the rest; the dollars
+    audit asks no LLM where a human summarises. Mechanics only, no quality."""
+    from quorum.routing.quorum.audit.one_shot import lead_sentences
+    from quorum.simulate import prepare, simulate_once
+    from quorum.tasks.summarization import rouge1_scorer
+
+    prep = prepare("summ-summeval")
+    T, B = prep.dataset.n_items, round(0.3 * prep.dataset.n_items)
+    c_min = min(a.price for a in prep.task.llms)
+    row, res = simulate_once(prep, "quorum", "auditor", 0.3, 0, {"summary_audit": "lead"})
+    assert res.info["auditor_order"].startswith("summaries least like the source's lead")
+    assert res.human_labels == B and res.llm_calls == T
+    assert res.cost == pytest.approx(B * prep.task.human_price + T * c_min)
+    cheap = min(prep.task.llms, key=lambda a: a.price).name
+    ann = res.annotations[res.annotations["annotator"] == cheap].set_index("item_id")["output"]
+    texts = prep.dataset.items.set_index("item_id")["text"]
+    score = rouge1_scorer("en")
+    overlap = pd.Series({i: score(s, lead_sentences(texts[i], 3)[0]) for i, s in ann.items()})
+    human = res.labels.set_index("item_id")["human"]
+    assert overlap[human[human].index].mean() < overlap[human[~human].index].mean()
+    # quality checks off: their spot checks add a human on an LLM summary or the reverse
+    params = {"summary_audit": "lead", "quality": False}
+    row, res = simulate_once(prep, "quorum", "dollars", 0.3, 0, params)
+    assert res.info["auditor_order"].startswith("sources whose lead stands least")
+    assert res.llm_calls == T - res.human_labels and res.cost <= row["budget_limit"] + 1e-9

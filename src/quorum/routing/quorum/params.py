@@ -337,9 +337,12 @@ DESCRIPTIONS: dict[str, str] = {
         'answer on them; "longest" (ours): the items with the longest source texts first '
         "(an LLM's summary of a long source is further from the human one: +1 ROUGE-1 point "
         "on the bench's news summaries, -1 on SummEval's, docs/router.md); \"lead\" (ours, "
-        "issue 39; auditor setting, elsewhere random): the cheapest LLM summarises every item "
-        "first, then the humans get the summaries least like their source's lead (ROUGE-1 "
-        'against its first ``summary_lead_sentences`` sentences); "calibrated": '
+        "issue 39): in the auditor setting the cheapest LLM summarises every item first, then "
+        "the humans get the items lowest on the mean rank of the summary's ROUGE-1 against "
+        "its source's lead (the first ``summary_lead_sentences`` sentences) and the lead's "
+        "against the rest of the source; in the dollars audit, where no summary is bought "
+        "first, the sources whose lead is least like the rest (ahead of Random in every dev "
+        'cell of the bench\'s summaries, docs/router.md); "calibrated": '
         "calibration items with the human and the cheapest LLM, then the likeliest errors by "
         "``auditor_rule`` (Algorithm 2), which gave the same ROUGE-1 as a random order on the "
         "bench's summaries and paid the LLM on every calibration item."
