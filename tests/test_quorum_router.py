@@ -501,6 +501,62 @@ def test_summaries_audit_the_longest_sources_first(setting):
     assert route(summary_audit="longest").info["auditor_order"] == "random (summary_audit)"
 
 
+@pytest.mark.parametrize("setting", ["auditor", "dollars"])
+def test_summaries_audit_by_the_sources_lead(setting):
+    """summary_audit="lead": in the auditor setting the cheapest LLM summarises every item,
+    then the humans go to the summaries least like their source's first three sentences;
+    in the dollars audit (no summary bought first) to the sources whose lead is least like
+    the rest of them (in the auditor setting too, here equal). Planted: ``far`` items,
+    whose lead shares no word with the LLM's summary (auditor) or with the rest of the
+    source (dollars)."""
+    from baselines_fakes import auditor_budget, source_of
+    from baselines_fakes import make_problem as make_fake_problem
+
+    ds, n_h = _summaries(), 30
+    prob = make_fake_problem(ds, setting, human_budget=n_h if setting == "auditor" else None)
+    ann = ds.annotations
+    cheap = ann[ann["annotator"] == "c"].set_index("item_id")["output"]
+    far = set(np.random.default_rng(5).choice(prob.item_ids, n_h, replace=False).tolist())
+    rest = "One two three. Four five six."
+    texts = []
+    for i in prob.item_ids:
+        if setting == "auditor":
+            first = "Zulu yankee xray." if i in far else cheap[i].capitalize() + "."
+            texts.append(f"{first} Second. Third. {rest}")  # every lead apart from its rest
+        else:
+            lead = "Zulu yankee. Xray whiskey. Victor tango." if i in far else rest + " One six."
+            texts.append(f"{lead} {rest}")
+    prob.texts = texts
+
+    def route(seed: int = 0, **params):
+        router, src = QuorumRouter(**params), source_of(ds, True)
+        if setting == "auditor":
+            budget = auditor_budget(prob, router, src, n_h)
+        else:
+            budget = Budget(n_h * 0.1 + (ds.n_items - n_h) * 0.01)
+        return router.route(prob, src, budget, seed=seed), budget
+
+    res, budget = route(summary_audit="lead")
+    humans = set(res.labels.loc[res.labels["human"], "item_id"])
+    assert humans == far and res.human_labels == n_h
+    assert res.cost <= budget.limit + 1e-9
+    human_rows = res.labels[res.labels["human"]]
+    refs = ds.items.set_index("item_id")["reference"]
+    assert (human_rows["output"].to_numpy() == refs[human_rows["item_id"]].to_numpy()).all()
+    if setting == "auditor":  # the LLM on every item first: B c_H + T c_min, the limit
+        assert res.info["auditor_order"].startswith("summaries least like the source's lead")
+        assert res.llm_calls == ds.n_items
+        assert res.cost == pytest.approx(n_h * 0.1 + ds.n_items * 0.01)
+    else:  # no LLM answer where a human summarises: Random's spend
+        assert res.info["auditor_order"].startswith("sources whose lead stands least")
+        assert res.llm_calls == ds.n_items - n_h
+    # without the texts (a problem built by hand) the order stays random, the LLM unasked
+    prob.texts = None
+    plain, _ = route(summary_audit="lead")
+    assert plain.info["auditor_order"] == "random (summary_audit)"
+    assert plain.llm_calls == ds.n_items - n_h
+
+
 def test_the_probe_is_a_random_sample_unless_asked_for_the_uncertainty_order():
     ds = make_dataset(300, acc=(0.30, 0.34, 0.36))
 
@@ -514,3 +570,34 @@ def test_the_probe_is_a_random_sample_unless_asked_for_the_uncertainty_order():
     assert probe(0, probe_order="uncertainty") == probe(1, probe_order="uncertainty")
     with pytest.raises(ValueError, match="probe_order"):
         QuorumRouter(probe_order="first")
+
+
+@pytest.mark.realdata
+def test_summary_lead_audit_on_recorded_summaries(shared_data_dir):
+    """``summary_audit="lead"`` as ``quorum simulate`` runs it, on SummEval's recorded
+    summaries: the auditor setting buys the cheapest LLM everywhere (B c_H + T c_min) and
+    gives the humans summaries further from their source's lead than the rest; the dollars
+    audit asks no LLM where a human summarises. Mechanics only, no quality."""
+    from quorum.routing.quorum.audit.one_shot import lead_sentences
+    from quorum.simulate import prepare, simulate_once
+    from quorum.tasks.summarization import rouge1_scorer
+
+    prep = prepare("summ-summeval")
+    T, B = prep.dataset.n_items, round(0.3 * prep.dataset.n_items)
+    c_min = min(a.price for a in prep.task.llms)
+    row, res = simulate_once(prep, "quorum", "auditor", 0.3, 0, {"summary_audit": "lead"})
+    assert res.info["auditor_order"].startswith("summaries least like the source's lead")
+    assert res.human_labels == B and res.llm_calls == T
+    assert res.cost == pytest.approx(B * prep.task.human_price + T * c_min)
+    cheap = min(prep.task.llms, key=lambda a: a.price).name
+    ann = res.annotations[res.annotations["annotator"] == cheap].set_index("item_id")["output"]
+    texts = prep.dataset.items.set_index("item_id")["text"]
+    score = rouge1_scorer("en")
+    overlap = pd.Series({i: score(s, lead_sentences(texts[i], 3)[0]) for i, s in ann.items()})
+    human = res.labels.set_index("item_id")["human"]
+    assert overlap[human[human].index].mean() < overlap[human[~human].index].mean()
+    # quality checks off: their spot checks add a human on an LLM summary or the reverse
+    params = {"summary_audit": "lead", "quality": False}
+    row, res = simulate_once(prep, "quorum", "dollars", 0.3, 0, params)
+    assert res.info["auditor_order"].startswith("sources whose lead stands least")
+    assert res.llm_calls == T - res.human_labels and res.cost <= row["budget_limit"] + 1e-9

@@ -23,7 +23,7 @@ from quorum.errors import DataValidationError, UnsupportedTaskError
 from quorum.features.summary_embeddings import SummaryEmbeddings
 from quorum.methods import make_router
 from quorum.metrics import machine_cumulative_accuracy
-from quorum.routing.core.base import Router, RoutingProblem, RoutingResult
+from quorum.routing.core.base import Router, RoutingProblem, RoutingResult, item_texts
 from quorum.routing.core.budget import Budget, budget_for_setting
 from quorum.routing.core.replay import RecordedSource
 from quorum.tasks.base import TaskKind
@@ -178,6 +178,7 @@ def make_problem(
         feature_names=prep.feature_names,
         raw_features=prep.raw_features,
         text_lengths=text_lengths(prep.dataset.items),
+        texts=item_texts(prep.dataset.items["text"]) if "text" in prep.dataset.items else None,
     )
     c_min = min((a.price for a in task.llms), default=0.0)
     extra = 0.0

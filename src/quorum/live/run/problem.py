@@ -20,7 +20,7 @@ from quorum.live.project.annotators import AnnotatorConfig
 from quorum.live.project.config import ProjectConfig
 from quorum.live.run.source import HumanArm
 from quorum.models.classifiers import LocalModel, ZeroShotClassifier
-from quorum.routing.core.base import RoutingProblem
+from quorum.routing.core.base import RoutingProblem, item_texts
 from quorum.tasks.base import ItemView, TaskKind
 from quorum.tasks.parsing import LabelParser
 from quorum.tasks.registry import kind_of
@@ -208,4 +208,5 @@ def build_problem(
         setting=cfg.budget.setting,
         human_budget=cfg.budget.human_limit,
         text_lengths=np.array([len(str(t)) for t in texts], dtype=np.int64),
+        texts=item_texts(texts),
     )

@@ -21,6 +21,17 @@ from quorum.routing.core.budget import Budget
 from quorum.tasks.base import TaskKind
 
 Setting = Literal["dollars", "auditor"]
+
+
+def item_texts(texts: Any) -> list[str]:
+    """Each item's text as a string (missing: "").
+
+    >>> item_texts(["a", None, float("nan"), 3])
+    ['a', '', '', '3']
+    """
+    return ["" if t is None or t != t else str(t) for t in texts]
+
+
 Status = Literal["ok", "unparseable", "failed", "pending"]
 
 
@@ -102,6 +113,9 @@ class RoutingProblem:
     #: characters of each item's text (for a summary, its source), None when unknown; the
     #: summary audit's ``longest`` order reads it
     text_lengths: np.ndarray | None = None
+    #: each item's text (:func:`item_texts`; for a summary, its source), None when unknown;
+    #: the summary audit's ``lead`` order reads it
+    texts: list[str] | None = None
 
     def __post_init__(self) -> None:
         self.item_ids = np.asarray(self.item_ids, dtype=object).astype(str)
@@ -112,6 +126,8 @@ class RoutingProblem:
             )
         if self.embeddings is not None and len(self.embeddings) != len(self.item_ids):
             raise ValueError("embeddings must have one row per item")
+        if self.texts is not None and len(self.texts) != len(self.item_ids):
+            raise ValueError("texts must have one text per item")
         if self.raw_features is not None:
             self.raw_features = np.asarray(self.raw_features, dtype=np.float64)
             if self.raw_features.shape != self.phi.shape:

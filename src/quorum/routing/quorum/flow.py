@@ -33,6 +33,7 @@ import numpy as np
 from quorum.routing.quorum.audit.by_value import probe_panel, probe_worth_more, value_audit
 from quorum.routing.quorum.audit.one_shot import (
     calibration_errors,
+    lead_audit,
     one_shot_auditor,
     one_shot_dollars,
     summary_order,
@@ -169,6 +170,9 @@ def auditor(run: QuorumRun, plans: Plans | None = None) -> None:
         items = [int(t) for t in order[:n_p]]
         probe = _value_probe(run, items)
         value_audit(run, probe, cheap, run.kind.audit_value_z)
+        return
+    if run.kind.graded and cfg.summary_audit == "lead" and run.p.texts is not None:
+        lead_audit(run, order.astype(int), cheap, B)
         return
     if run.kind.graded and cfg.summary_audit != "calibrated":
         mode = "longest" if cfg.summary_audit == "longest" else "random"

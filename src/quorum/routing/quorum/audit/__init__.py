@@ -13,7 +13,8 @@ Modules:
   from the calibration errors (Algorithm 2; the auditor ordering ``auditor_rule``), the LLM on
   the rest. Used where the label model is off (``audit_llm_first=False``, summaries, problems
   above ``label_model_max_items``); the audit plans are
-  :mod:`~quorum.routing.quorum.audit.plans`.
+  :mod:`~quorum.routing.quorum.audit.plans`. Summaries' orders (``summary_audit``): random,
+  the longest sources, or the summaries least like their source's lead.
 - ``plans``: The audit plans: how the cheapest LLM and the humans share the items left to audit
   (auditor setting; dollars when the panel is dominated; labels, label model on).
 """

@@ -2,13 +2,18 @@
 the calibration errors (Algorithm 2; the auditor ordering ``auditor_rule``), the LLM on
 the rest. Used where the label model is off (``audit_llm_first=False``, summaries,
 problems above ``label_model_max_items``); the audit plans are
-:mod:`~quorum.routing.quorum.audit.plans`.
+:mod:`~quorum.routing.quorum.audit.plans`. Summaries' orders (``summary_audit``): random,
+the longest sources, or the summaries least like their source's lead.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import re
 
+import numpy as np
+from scipy.stats import rankdata
+
+from quorum.routing.core.budget import cap_humans
 from quorum.routing.quorum.audit.auditing import (
     audit_human_count,
     calibration_error_mask,
@@ -20,6 +25,10 @@ from quorum.routing.quorum.run import QuorumRun
 __all__ = [
     "calibration_errors",
     "error_ranked",
+    "lead_audit",
+    "lead_centrality",
+    "lead_overlap",
+    "lead_sentences",
     "longest_first",
     "one_shot_auditor",
     "one_shot_dollars",
@@ -39,10 +48,74 @@ def longest_first(order: np.ndarray, lengths: np.ndarray | None) -> np.ndarray:
     return order[np.argsort(-np.asarray(lengths)[order], kind="stable")]
 
 
+#: a sentence ends at . ! ? followed by white space, or at a full-width 。！？
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+
+
+def lead_sentences(text: str, n: int) -> tuple[str, str]:
+    """``text``'s first ``n`` sentences and the rest (all of it and "" when it has fewer).
+
+    >>> lead_sentences("One. Two! Three? Four.", 2)
+    ('One. Two!', 'Three? Four.')
+    """
+    parts = _SENTENCE_END.split(text.strip(), maxsplit=n)
+    return " ".join(parts[:n]), " ".join(parts[n:])
+
+
+def lead_centrality(run: QuorumRun, items: np.ndarray) -> np.ndarray:
+    """How well each source's lead stands for the rest of it: ROUGE-1 F1 (the task's
+    scorer) of its first ``summary_lead_sentences`` sentences against the others
+    (``RoutingProblem.texts``; 0 without either). Known before any call."""
+    texts = run.p.texts
+    assert texts is not None
+    score = run.kind.scorer(run.p.task.language)
+    k = run.cfg.summary_lead_sentences
+    out = np.zeros(len(items))
+    for i, t in enumerate(items):
+        lead, rest = lead_sentences(texts[int(t)], k)
+        out[i] = score(lead, rest) if lead and rest else 0.0
+    return out
+
+
+def lead_overlap(run: QuorumRun, items: np.ndarray, cheap: str) -> np.ndarray:
+    """ROUGE-1 F1 (the task's scorer) of ``cheap``'s summary of each item against its
+    source's first ``summary_lead_sentences`` sentences (0 without either)."""
+    texts = run.p.texts
+    assert texts is not None
+    score = run.kind.scorer(run.p.task.language)
+    k = run.cfg.summary_lead_sentences
+    out = np.zeros(len(items))
+    for i, t in enumerate(items):
+        summary = run.answers.outputs(int(t)).get(cheap)
+        lead, _ = lead_sentences(texts[int(t)], k)
+        out[i] = score(summary, lead) if isinstance(summary, str) and summary and lead else 0.0
+    return out
+
+
+def lead_audit(run: QuorumRun, order: np.ndarray, cheap: str, n_h: int) -> None:
+    """Auditor, summaries, ``summary_audit="lead"`` (ours, issue 39): the cheapest LLM
+    summarises every item (B c_H + T c_min, the setting's limit, what ``audit_llm_first``
+    spends on labels), then the ``n_h`` humans go to the items lowest on the mean rank of
+    two signals: the summary's likeness to its source's lead (:func:`lead_overlap`) and
+    how well that lead stands for the rest of the source (:func:`lead_centrality`); ties
+    in ``order``'s random order. A human summary replaces the LLM's where it is bought."""
+    run.buy(order, cheap, "llm")
+    rank = rankdata(lead_overlap(run, order, cheap)) + rankdata(lead_centrality(run, order))
+    ranked = order[np.argsort(rank, kind="stable")]
+    n_h = cap_humans(min(n_h, len(ranked)), run.budget.humans_left)
+    run.report.auditor_order = "summaries least like the source's lead first (summary_audit)"
+    run.buy(ranked[:n_h], run.human, "lead")
+
+
 def summary_order(run: QuorumRun, order: np.ndarray) -> np.ndarray:
     """The items a summary audit gives the humans first (``summary_audit``): "longest",
     the longest sources (an LLM's summary of a long source is further from the human's,
-    docs/router.md); "random", ``order`` as it is."""
+    docs/router.md); "lead" where no LLM summary is bought first (the dollars audit), the
+    sources whose lead stands least for the rest (:func:`lead_centrality`); "random",
+    ``order`` as it is."""
+    if run.cfg.summary_audit == "lead" and run.p.texts is not None:
+        run.report.auditor_order = "sources whose lead stands least for the rest first"
+        return order[np.argsort(lead_centrality(run, order), kind="stable")]
     if run.cfg.summary_audit == "longest" and run.p.text_lengths is not None:
         run.report.auditor_order = "longest sources first (summary_audit)"
         return longest_first(order, run.p.text_lengths)
@@ -90,7 +163,7 @@ def error_ranked(
 
 def one_shot_dollars(run: QuorumRun, cal: list[int], rest: np.ndarray, cheap: str) -> None:
     """Dollars: as many humans as the money leaves after the LLM on every other item,
-    on its likeliest errors (summaries with ``summary_audit="random"``: in random order)."""
+    on its likeliest errors (summaries: in the order of :func:`summary_order`)."""
     n_h = audit_human_count(
         run.budget.remaining,
         len(rest),
