@@ -314,3 +314,44 @@ def test_unasked_items_get_their_neighbours_label_where_neighbours_know_it() -> 
     assert (unasked["output"] == truth).mean() > 0.95
     assert (unasked["output"] == "B").sum() > 50
     assert res.cost <= budget.limit + 1e-9
+
+
+def test_instead_z_at_one_half_is_the_means_rule() -> None:
+    # audit_check_confidence=0.5 (z > 0) chooses exactly as the rule before issue 39:
+    # "humans-instead" iff p_instead / (c_H - c_l) > p_first / c_H (Beta(1, 1) means)
+    from quorum.routing.quorum.audit.plans import instead_z
+
+    for n_w, n_u in ((20, 20), (58, 57), (101, 101)):
+        for f_w in range(0, n_w + 1, 3):
+            for f_u in range(0, n_u + 1, 3):
+                p_w, p_u = (f_w + 1) / (n_w + 2), (f_u + 1) / (n_u + 2)
+                means = p_u / (C_H - PRICES["cheap"]) > p_w / C_H
+                assert (instead_z(f_w, n_w, f_u, n_u, C_H, PRICES["cheap"]) > 0) == means
+    assert QuorumParams().audit_check_confidence == 0.9
+    with pytest.raises(ValueError, match="audit_check_confidence"):
+        QuorumParams(audit_check_confidence=1.0)
+
+
+def test_check_keeps_llm_first_on_a_tie_where_the_llm_is_mostly_right() -> None:
+    # the cheap LLM right 85% of the time, the labels unrelated to the clusters and no
+    # calibration before the check: both halves of its sample are random picks (2 and 4 of
+    # 26 labels changed). The means' rule took "humans-instead" on that tie; with the LLM
+    # mostly right a tie keeps "llm-first", whose later rounds learn where it errs
+    n = 600
+    emb, _ = _clusters(n)
+    ds = _dataset(n, np.random.default_rng(100).random(n) < 0.85, seed=0)
+    old, _ = _route(ds, emb, 0.5, audit_check_confidence=0.5)
+    new, budget = _route(ds, emb, 0.5)
+    c_old, c_new = old.info["audit_check"], new.info["audit_check"]
+    # the same sample and the same counts: only the decision differs
+    for key in ("sample", "humans", "fixed_llm_first", "fixed_humans_instead"):
+        assert c_old[key] == c_new[key]
+    assert c_old["plan"] == "humans-instead" and c_old["confidence"] == 0.5
+    assert 0 < c_new["z_humans_instead"] < 1.2816
+    assert c_new["plan"] == "llm-first" == new.info["dollars_audit_plan"]
+    assert c_new["confidence"] == 0.9
+    assert new.cost <= budget.limit + 1e-9
+    # llm-first: the cheap LLM answered every routed item (the sample's included) once
+    cheap = new.annotations[new.annotations["annotator"] == "cheap"]
+    assert cheap["item_id"].is_unique
+    assert new.human_labels < old.human_labels  # humans on top of the LLM cost c_H each

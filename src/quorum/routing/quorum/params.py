@@ -108,6 +108,7 @@ class QuorumParams(BaseModel):
     llm_sample: int = Field(40, ge=0)
     audit_check_share: float = Field(0.25, gt=0.0, le=1.0)
     audit_check_min: int = Field(40, ge=2)
+    audit_check_confidence: float = Field(0.9, ge=0.5, lt=1.0)
     label_model_k: int = Field(10, ge=1)
     label_model_strength: float = Field(2.0, gt=0.0)
     label_model_fit: bool = True
@@ -241,6 +242,7 @@ GROUPS: dict[str, tuple[str, str, tuple[str, ...]]] = {
             "llm_sample",
             "audit_check_share",
             "audit_check_min",
+            "audit_check_confidence",
             "label_model_k",
             "label_model_strength",
             "label_model_fit",
@@ -460,6 +462,20 @@ DESCRIPTIONS: dict[str, str] = {
         'the sample of "check": 0.25 of the items left after calibration, and at least 40 '
         'human labels in it (20 to each plan\'s choice). Both also take "humans-only" (below), '
         "which then runs without the check."
+    ),
+    "audit_check_confidence": (
+        "where the cheapest LLM is mostly right (the share of labels the sample's humans "
+        "changed, Beta(1, 1), is below half of what they would change after a random answer, "
+        '(1 - 1/L) / 2), "check" leaves "llm-first" for "humans-instead" only when the sample '
+        "makes it this likely that a human bought instead fixes more labels per unit of money "
+        "(ours: 0.9; p_first, p_instead Beta(1 + changed, 1 + kept), their difference per unit "
+        "of money taken as normal, :func:`~quorum.routing.quorum.audit.plans.instead_z`). "
+        "There the plan's value is finding the LLM's few errors, and the sample's "
+        '"llm-first" half is picked in one round by a label model that has seen few or no '
+        "human labels (none where the probe was skipped), while the plan learns over "
+        '``audit_rounds`` rounds: a tie in the sample favours "llm-first". Elsewhere the count '
+        "of human labels decides and the means' rule stands. 0.5: the means' rule everywhere "
+        "(before issue 39)."
     ),
     "llm_sample": (
         "before either plan, the cheapest LLM's answers on this many random items (ours: 40; "

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
+from statistics import NormalDist
 
 import numpy as np
 
@@ -30,7 +31,16 @@ from quorum.routing.quorum.audit.auditing import round_sizes
 from quorum.routing.quorum.params import QuorumParams
 from quorum.routing.quorum.run import QuorumRun
 
-__all__ = ["AuditPlan", "Check", "HumansInstead", "HumansOnly", "LlmFirst", "audit", "audit_plan"]
+__all__ = [
+    "AuditPlan",
+    "Check",
+    "HumansInstead",
+    "HumansOnly",
+    "LlmFirst",
+    "audit",
+    "audit_plan",
+    "instead_z",
+]
 
 _NONE = np.zeros(0, dtype=int)
 
@@ -122,7 +132,10 @@ class Check(AuditPlan):
     without the answer). Each half's share of labels the human changed (Beta(1, 1)),
     p_first and p_instead, is what a human fixes there; "llm-first" goes on iff
     p_first / c_H >= p_instead / (c_H - c_l), the fixes per unit of money (a human
-    bought instead of the LLM costs c_H - c_l more than the LLM alone). Where the
+    bought instead of the LLM costs c_H - c_l more than the LLM alone), with
+    ``audit_check_confidence`` (:func:`instead_z`): "humans-instead" needs the sample to
+    make it that likely, a tie keeps "llm-first" (its half of the sample is picked in one
+    round by a label model that has seen few human labels). Where the
     sample would get fewer than ``audit_check_min`` humans, nothing is sampled and the
     run goes on "llm-first" (too few labels to tell)."""
 
@@ -175,16 +188,47 @@ class Check(AuditPlan):
             return int((y[ok] != guess[rows][ok]).sum()), int(ok.sum())
 
         (f_w, n_w), (f_u, n_u) = found(by_w), found(by_u)
-        p_w, p_u = (f_w + 1.0) / (n_w + 2.0), (f_u + 1.0) / (n_u + 2.0)
-        plan = LlmFirst.name if p_w / c_h >= p_u / (c_h - c_l) else HumansInstead.name
+        z = instead_z(f_w, n_w, f_u, n_u, c_h, c_l)
+        # the LLM mostly right: the humans changed less than half of what they would change
+        # after a random answer, 1 - 1/L (then a tie favours llm-first, audit_check_confidence)
+        changed = (f_w + f_u + 1.0) / (n_w + n_u + 2.0)
+        strong = changed < 0.5 * (1.0 - 1.0 / max(len(run.labels.labels), 2))
+        level = self.cfg.audit_check_confidence if strong else 0.5
+        plan = HumansInstead.name if z > NormalDist().inv_cdf(level) else LlmFirst.name
         run.report.audit_check = {
             "sample": len(sample),
             "humans": len(pick),
             "fixed_llm_first": [f_w, n_w],
             "fixed_humans_instead": [f_u, n_u],
+            "z_humans_instead": float(z),
+            "confidence": float(level),
             "plan": plan,
         }
         return plan, sample[~np.isin(sample, pick)]
+
+
+def instead_z(f_w: int, n_w: int, f_u: int, n_u: int, c_h: float, c_l: float) -> float:
+    """How many standard errors "humans-instead" fixes more labels per unit of money than
+    "llm-first" on the check's sample (``audit_check_confidence``).
+
+    p_first ~ Beta(1 + f_w, 1 + n_w - f_w), p_instead ~ Beta(1 + f_u, 1 + n_u - f_u) (the
+    labels the human changed among each half's n humans); the difference
+    d = p_instead / (c_H - c_l) - p_first / c_H is taken as normal, z = E[d] / sd(d). z > 0
+    exactly where the means' rule (before issue 39) chose "humans-instead".
+
+    Examples
+    --------
+    >>> round(instead_z(13, 58, 14, 57, 0.1, 0.01), 2)  # a tie: well below z(0.9) = 1.28
+    0.59
+    >>> instead_z(5, 50, 25, 50, 0.1, 0.01) > 3  # the prior's picks fix five times more
+    True
+    """
+    a_w, b_w = 1.0 + f_w, 1.0 + n_w - f_w
+    a_u, b_u = 1.0 + f_u, 1.0 + n_u - f_u
+    mean = a_u / (a_u + b_u) / (c_h - c_l) - a_w / (a_w + b_w) / c_h
+    var_w = a_w * b_w / ((a_w + b_w) ** 2 * (a_w + b_w + 1.0)) / c_h**2
+    var_u = a_u * b_u / ((a_u + b_u) ** 2 * (a_u + b_u + 1.0)) / (c_h - c_l) ** 2
+    return float(mean / np.sqrt(var_w + var_u))
 
 
 def audit_plan(name: str, cfg: QuorumParams, trace_q: bool = False) -> AuditPlan:
