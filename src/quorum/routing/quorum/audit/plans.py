@@ -40,6 +40,8 @@ __all__ = [
     "audit",
     "audit_plan",
     "instead_z",
+    "labelled_errors",
+    "mostly_right",
 ]
 
 _NONE = np.zeros(0, dtype=int)
@@ -153,6 +155,19 @@ class Check(AuditPlan):
         first = LlmFirst(cfg, self.trace_q)
         if n_s < cfg.audit_check_min or c_h <= c_l:
             return first.run(run, rest, cheap, n_h)
+        # the calibration's human labels show the LLM mostly right: llm-first, no sample
+        known = labelled_errors(run, cheap)
+        if (
+            cfg.audit_check_confidence > 0.5
+            and known[1] >= cfg.audit_check_min
+            and mostly_right(*known, len(run.labels.labels))
+        ):
+            run.report.audit_check = {
+                "skipped": "the calibration shows the cheapest LLM mostly right",
+                "calibration_errors": list(known),
+                "plan": first.name,
+            }
+            return first.run(run, rest, cheap, n_h)
         sample, rest = rest[:m], rest[m:]
         taken, answered = self._sample(run, sample, cheap, n_s)
         if taken == first.name:
@@ -189,10 +204,8 @@ class Check(AuditPlan):
 
         (f_w, n_w), (f_u, n_u) = found(by_w), found(by_u)
         z = instead_z(f_w, n_w, f_u, n_u, c_h, c_l)
-        # the LLM mostly right: the humans changed less than half of what they would change
-        # after a random answer, 1 - 1/L (then a tie favours llm-first, audit_check_confidence)
-        changed = (f_w + f_u + 1.0) / (n_w + n_u + 2.0)
-        strong = changed < 0.5 * (1.0 - 1.0 / max(len(run.labels.labels), 2))
+        # the LLM mostly right: a tie favours llm-first (audit_check_confidence)
+        strong = mostly_right(f_w + f_u, n_w + n_u, len(run.labels.labels))
         level = self.cfg.audit_check_confidence if strong else 0.5
         plan = HumansInstead.name if z > NormalDist().inv_cdf(level) else LlmFirst.name
         run.report.audit_check = {
@@ -205,6 +218,27 @@ class Check(AuditPlan):
             "plan": plan,
         }
         return plan, sample[~np.isin(sample, pick)]
+
+
+def mostly_right(changed: int, checked: int, n_labels: int) -> bool:
+    """The cheapest LLM is mostly right: the share of its labels a human changed,
+    (changed + 1) / (checked + 2), is below half of what a human would change after a
+    random answer, (1 - 1/L) / 2 (``audit_check_confidence``).
+
+    >>> mostly_right(20, 100, 4), mostly_right(30, 100, 2), mostly_right(40, 100, 4)
+    (True, False, False)
+    """
+    return (changed + 1.0) / (checked + 2.0) < 0.5 * (1.0 - 1.0 / max(n_labels, 2))
+
+
+def labelled_errors(run: QuorumRun, cheap: str) -> tuple[int, int]:
+    """(items where the human's label differs from ``cheap``'s answer, items with both):
+    the calibration's measure of the cheapest LLM before the check."""
+    hum, y_h = run.labels.human_labelled()
+    outs = run.answers.outputs
+    y_l = label_indices([outs(int(t)).get(cheap) for t in hum], run.labels.labels)
+    ok = y_l >= 0
+    return int((y_l[ok] != y_h[ok]).sum()), int(ok.sum())
 
 
 def instead_z(f_w: int, n_w: int, f_u: int, n_u: int, c_h: float, c_l: float) -> float:
