@@ -22,7 +22,6 @@ import dataclasses
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 
@@ -93,11 +92,15 @@ def report(args: argparse.Namespace) -> None:
     rows = [json.loads(x) for x in Path(args.out).read_text().splitlines()]
     df = pd.DataFrame(rows)
     g = df.groupby(["split", "setting", "budget", "label"])
-    t = g.agg(q=("q", "mean"), sd=("q", "std"), cost=("cost", "mean"),
-              humans=("human_labels", "mean"), seeds=("seed", "count")).reset_index()
+    t = g.agg(
+        q=("q", "mean"),
+        sd=("q", "std"),
+        cost=("cost", "mean"),
+        humans=("human_labels", "mean"),
+        seeds=("seed", "count"),
+    ).reset_index()
     with pd.option_context("display.width", 200, "display.max_rows", 500):
         print(t.round(4).to_string(index=False))
-    _ = np  # numpy kept for callers that extend the report
 
 
 def main() -> None:

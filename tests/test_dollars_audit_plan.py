@@ -355,3 +355,25 @@ def test_check_keeps_llm_first_on_a_tie_where_the_llm_is_mostly_right() -> None:
     cheap = new.annotations[new.annotations["annotator"] == "cheap"]
     assert cheap["item_id"].is_unique
     assert new.human_labels < old.human_labels  # humans on top of the LLM cost c_H each
+
+
+def test_check_is_not_made_where_the_calibration_shows_the_llm_mostly_right() -> None:
+    # 26 calibration items with the human's and the cheap LLM's answers (85% right on two
+    # labels: below (1 - 1/2) / 2 = 0.25 changed) are enough at audit_check_min=20: no
+    # sample, "llm-first" at once; 0.5 restores the check
+    n = 1000
+    emb, _ = _clusters(n)
+    ds = _dataset(n, np.random.default_rng(100).random(n) < 0.85, seed=0)
+    res, budget = _route(ds, emb, 0.5, audit_check_min=20)
+    chk = res.info["audit_check"]
+    assert "skipped" in chk and chk["plan"] == "llm-first" == res.info["dollars_audit_plan"]
+    wrong, known = chk["calibration_errors"]
+    assert known == res.info["n_calibration"] >= 20 and wrong / known < 0.25
+    assert res.cost <= budget.limit + 1e-9
+    old, _ = _route(ds, emb, 0.5, audit_check_min=20, audit_check_confidence=0.5)
+    assert "skipped" not in old.info["audit_check"] and old.info["audit_check"]["humans"] > 0
+    # an LLM at chance: the calibration does not settle it, the check is made
+    weak = _dataset(n, np.random.default_rng(5).random(n) < 0.5, seed=0)
+    res_w, _ = _route(weak, emb, 0.5, audit_check_min=20)
+    assert "skipped" not in res_w.info["audit_check"]
+    assert res_w.info["audit_check"]["confidence"] == 0.5  # humans changed about half
