@@ -377,3 +377,16 @@ def test_check_is_not_made_where_the_calibration_shows_the_llm_mostly_right() ->
     res_w, _ = _route(weak, emb, 0.5, audit_check_min=20)
     assert "skipped" not in res_w.info["audit_check"]
     assert res_w.info["audit_check"]["confidence"] == 0.5  # humans changed about half
+
+
+def test_the_decisions_page_says_why_the_check_was_not_made() -> None:
+    from quorum.live.outputs.decisions import decision_lines
+
+    skipped = {"dollars_audit_plan": "llm-first", "audit_check": {
+        "skipped": "the calibration shows the cheapest LLM mostly right",
+        "calibration_errors": [6, 45], "plan": "llm-first"}}  # fmt: skip
+    text = " ".join(decision_lines(skipped))
+    assert "not made" in text and "6 of the cheapest LLM's 45" in text and "None" not in text
+    made = {"audit_check": {"sample": 97, "humans": 53, "fixed_llm_first": [13, 27],
+                            "fixed_humans_instead": [13, 26], "plan": "llm-first"}}  # fmt: skip
+    assert "a sample of 97 item(s) with 53 human label(s)" in " ".join(decision_lines(made))
