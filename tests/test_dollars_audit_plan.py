@@ -334,27 +334,39 @@ def test_instead_z_at_one_half_is_the_means_rule() -> None:
 
 def test_check_keeps_llm_first_on_a_tie_where_the_llm_is_mostly_right() -> None:
     # the cheap LLM right 85% of the time, the labels unrelated to the clusters and no
-    # calibration before the check: both halves of its sample are random picks (2 and 4 of
-    # 26 labels changed). The means' rule took "humans-instead" on that tie; with the LLM
-    # mostly right a tie keeps "llm-first", whose later rounds learn where it errs
+    # calibration before the check: in one round both halves of its sample are random picks
+    # (2 and 4 of 26 labels changed) and the means' rule took "humans-instead" on that tie.
+    # Now the first round (13 + 13) shows the LLM mostly right, so the second is picked by
+    # the refitted label model, and a tie would need z > 1.28 to leave "llm-first"
     n = 600
     emb, _ = _clusters(n)
     ds = _dataset(n, np.random.default_rng(100).random(n) < 0.85, seed=0)
     old, _ = _route(ds, emb, 0.5, audit_check_confidence=0.5)
     new, budget = _route(ds, emb, 0.5)
     c_old, c_new = old.info["audit_check"], new.info["audit_check"]
-    # the same sample and the same counts: only the decision differs
-    for key in ("sample", "humans", "fixed_llm_first", "fixed_humans_instead"):
+    for key in ("sample", "humans"):
         assert c_old[key] == c_new[key]
+    assert c_old["fixed_llm_first"] == [2, 26] and c_old["fixed_humans_instead"] == [4, 26]
     assert c_old["plan"] == "humans-instead" and c_old["confidence"] == 0.5
-    assert 0 < c_new["z_humans_instead"] < 1.2816
+    assert c_new["fixed_llm_first"][1] == c_new["fixed_humans_instead"][1] == 26
+    assert c_new["fixed_llm_first"][0] > c_old["fixed_llm_first"][0]  # the targeted round
+    assert c_new["z_humans_instead"] < 1.2816 and c_new["confidence"] == 0.9
     assert c_new["plan"] == "llm-first" == new.info["dollars_audit_plan"]
-    assert c_new["confidence"] == 0.9
     assert new.cost <= budget.limit + 1e-9
     # llm-first: the cheap LLM answered every routed item (the sample's included) once
     cheap = new.annotations[new.annotations["annotator"] == "cheap"]
     assert cheap["item_id"].is_unique
     assert new.human_labels < old.human_labels  # humans on top of the LLM cost c_H each
+    # an LLM at chance: the first round does not show it mostly right, the picks are the
+    # one-round picks (bought in two rounds) and the means' rule decides as before
+    weak = _dataset(n, np.random.default_rng(5).random(n) < 0.5, seed=0)
+    w_old, _ = _route(weak, emb, 0.7, audit_check_confidence=0.5)
+    w_new, _ = _route(weak, emb, 0.7)
+    assert {k: v for k, v in w_new.info["audit_check"].items() if k != "confidence"} == {
+        k: v for k, v in w_old.info["audit_check"].items() if k != "confidence"
+    }
+    assert w_new.cost == w_old.cost and w_new.human_labels == w_old.human_labels
+    assert (w_new.labels["output"] == w_old.labels["output"]).all()
 
 
 def test_check_is_not_made_where_the_calibration_shows_the_llm_mostly_right() -> None:

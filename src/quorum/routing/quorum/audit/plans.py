@@ -190,8 +190,6 @@ class Check(AuditPlan):
         by_w = np.argsort(-w, kind="stable")[: (n_s + 1) // 2]
         order_u = np.argsort(-u, kind="stable")
         by_u = order_u[~np.isin(order_u, by_w)][: n_s - len(by_w)]
-        pick = sample[np.concatenate([by_w, by_u])]
-        run.buy(pick, run.human, "audit")
 
         def found(rows: np.ndarray) -> tuple[int, int]:
             """(labels that the human changed, human labels) among the sample's ``rows``."""
@@ -202,10 +200,39 @@ class Check(AuditPlan):
             ok = y >= 0
             return int((y[ok] != guess[rows][ok]).sum()), int(ok.sum())
 
+        L = len(run.labels.labels)
+        if self.cfg.audit_check_confidence <= 0.5:  # one round (before issue 39)
+            run.buy(sample[np.concatenate([by_w, by_u])], run.human, "audit")
+        else:  # two rounds: the first half of each plan's choice, then the rest
+            h_w, h_u = (len(by_w) + 1) // 2, (len(by_u) + 1) // 2
+            run.buy(sample[np.concatenate([by_w[:h_w], by_u[:h_u]])], run.human, "audit")
+            (f_w, n_w), (f_u, n_u) = found(by_w[:h_w]), found(by_u[:h_u])
+            if mostly_right(f_w + f_u, n_w + n_u, L):
+                # the LLM mostly right: the second round's choices are made again by the
+                # label model refitted on the first round's labels, as the plans learn
+                left = np.setdiff1d(
+                    np.arange(len(sample)), np.concatenate([by_w[:h_w], by_u[:h_u]])
+                )
+                post = run.labels.posterior(sample[left])
+                guess[left] = post.argmax(axis=1)
+                w2 = 1.0 - post.max(axis=1)
+                hum, y_h = run.labels.human_labelled()
+                u2 = (
+                    1.0 - run.labels.prior(sample[left], hum, y_h).max(axis=1)
+                    if len(hum)
+                    else 0.0 * w2
+                )
+                r2_w = np.argsort(-w2, kind="stable")[: len(by_w) - h_w]
+                o2 = np.argsort(-u2, kind="stable")
+                r2_u = o2[~np.isin(o2, r2_w)][: len(by_u) - h_u]
+                by_w = np.concatenate([by_w[:h_w], left[r2_w]])
+                by_u = np.concatenate([by_u[:h_u], left[r2_u]])
+            run.buy(sample[np.concatenate([by_w[h_w:], by_u[h_u:]])], run.human, "audit")
+        pick = sample[np.concatenate([by_w, by_u])]
         (f_w, n_w), (f_u, n_u) = found(by_w), found(by_u)
         z = instead_z(f_w, n_w, f_u, n_u, c_h, c_l)
         # the LLM mostly right: a tie favours llm-first (audit_check_confidence)
-        strong = mostly_right(f_w + f_u, n_w + n_u, len(run.labels.labels))
+        strong = mostly_right(f_w + f_u, n_w + n_u, L)
         level = self.cfg.audit_check_confidence if strong else 0.5
         plan = HumansInstead.name if z > NormalDist().inv_cdf(level) else LlmFirst.name
         run.report.audit_check = {
