@@ -464,18 +464,20 @@ DESCRIPTIONS: dict[str, str] = {
         "which then runs without the check."
     ),
     "audit_check_confidence": (
-        "where the cheapest LLM is mostly right (the share of labels the sample's humans "
-        "changed, Beta(1, 1), is below half of what they would change after a random answer, "
-        '(1 - 1/L) / 2), "check" leaves "llm-first" for "humans-instead" only when the sample '
-        "makes it this likely that a human bought instead fixes more labels per unit of money "
-        "(ours: 0.9; p_first, p_instead Beta(1 + changed, 1 + kept), their difference per unit "
-        "of money taken as normal, :func:`~quorum.routing.quorum.audit.plans.instead_z`). "
-        "There the plan's value is finding the LLM's few errors, and the sample's "
-        '"llm-first" half is picked in one round by a label model that has seen few or no '
-        "human labels (none where the probe was skipped), while the plan learns over "
-        '``audit_rounds`` rounds: a tie in the sample favours "llm-first". Elsewhere the count '
-        "of human labels decides and the means' rule stands. 0.5: the means' rule everywhere "
-        "(before issue 39)."
+        "where the cheapest LLM is mostly right (the share of labels humans changed, "
+        "Beta(1, 1), below half of what they change after a random answer, (1 - 1/L) / 2; "
+        ":func:`~quorum.routing.quorum.audit.plans.mostly_right`): the check is not made when "
+        'at least ``audit_check_min`` calibration labels show it ("llm-first"); otherwise '
+        "it buys its humans in two rounds, the second picked by the label model refitted on "
+        'the first where the first shows it, and leaves "llm-first" for '
+        '"humans-instead" only when its sample makes it this likely that a human bought '
+        "instead fixes more labels per unit of money (ours: 0.9; p_first, p_instead "
+        "Beta(1 + changed, 1 + kept), their difference per unit of money taken as normal, "
+        ":func:`~quorum.routing.quorum.audit.plans.instead_z`). There the plan's value is "
+        "finding the LLM's few errors, which a sample picked in one round by a label model "
+        "that has seen few or no human labels cannot show, while the plan learns over "
+        '``audit_rounds`` rounds: a tie favours "llm-first". Elsewhere the one-round picks '
+        "and the means' rule stand. 0.5: the rule before issue 39, in full."
     ),
     "llm_sample": (
         "before either plan, the cheapest LLM's answers on this many random items (ours: 40; "

@@ -135,9 +135,11 @@ class Check(AuditPlan):
     p_first and p_instead, is what a human fixes there; "llm-first" goes on iff
     p_first / c_H >= p_instead / (c_H - c_l), the fixes per unit of money (a human
     bought instead of the LLM costs c_H - c_l more than the LLM alone), with
-    ``audit_check_confidence`` (:func:`instead_z`): "humans-instead" needs the sample to
-    make it that likely, a tie keeps "llm-first" (its half of the sample is picked in one
-    round by a label model that has seen few human labels). Where the
+    ``audit_check_confidence``: where the cheapest LLM is mostly right
+    (:func:`mostly_right`), the check is not made if the calibration's human labels
+    already show it ("llm-first"), its humans are bought in two rounds with the second
+    picked by the refitted label model, and "humans-instead" needs the sample to make it
+    that likely (:func:`instead_z`): a tie keeps "llm-first". Where the
     sample would get fewer than ``audit_check_min`` humans, nothing is sampled and the
     run goes on "llm-first" (too few labels to tell)."""
 
