@@ -314,3 +314,91 @@ def test_unasked_items_get_their_neighbours_label_where_neighbours_know_it() -> 
     assert (unasked["output"] == truth).mean() > 0.95
     assert (unasked["output"] == "B").sum() > 50
     assert res.cost <= budget.limit + 1e-9
+
+
+def test_instead_z_at_one_half_is_the_means_rule() -> None:
+    # audit_check_confidence=0.5 (z > 0) chooses exactly as the rule before issue 39:
+    # "humans-instead" iff p_instead / (c_H - c_l) > p_first / c_H (Beta(1, 1) means)
+    from quorum.routing.quorum.audit.plans import instead_z
+
+    for n_w, n_u in ((20, 20), (58, 57), (101, 101)):
+        for f_w in range(0, n_w + 1, 3):
+            for f_u in range(0, n_u + 1, 3):
+                p_w, p_u = (f_w + 1) / (n_w + 2), (f_u + 1) / (n_u + 2)
+                means = p_u / (C_H - PRICES["cheap"]) > p_w / C_H
+                assert (instead_z(f_w, n_w, f_u, n_u, C_H, PRICES["cheap"]) > 0) == means
+    assert QuorumParams().audit_check_confidence == 0.9
+    with pytest.raises(ValueError, match="audit_check_confidence"):
+        QuorumParams(audit_check_confidence=1.0)
+
+
+def test_check_keeps_llm_first_on_a_tie_where_the_llm_is_mostly_right() -> None:
+    # the cheap LLM right 85% of the time, the labels unrelated to the clusters and no
+    # calibration before the check: in one round both halves of its sample are random picks
+    # (2 and 4 of 26 labels changed) and the means' rule took "humans-instead" on that tie.
+    # Now the first round (13 + 13) shows the LLM mostly right, so the second is picked by
+    # the refitted label model, and a tie would need z > 1.28 to leave "llm-first"
+    n = 600
+    emb, _ = _clusters(n)
+    ds = _dataset(n, np.random.default_rng(100).random(n) < 0.85, seed=0)
+    old, _ = _route(ds, emb, 0.5, audit_check_confidence=0.5)
+    new, budget = _route(ds, emb, 0.5)
+    c_old, c_new = old.info["audit_check"], new.info["audit_check"]
+    for key in ("sample", "humans"):
+        assert c_old[key] == c_new[key]
+    assert c_old["fixed_llm_first"] == [2, 26] and c_old["fixed_humans_instead"] == [4, 26]
+    assert c_old["plan"] == "humans-instead" and c_old["confidence"] == 0.5
+    assert c_new["fixed_llm_first"][1] == c_new["fixed_humans_instead"][1] == 26
+    assert c_new["fixed_llm_first"][0] > c_old["fixed_llm_first"][0]  # the targeted round
+    assert c_new["z_humans_instead"] < 1.2816 and c_new["confidence"] == 0.9
+    assert c_new["plan"] == "llm-first" == new.info["dollars_audit_plan"]
+    assert new.cost <= budget.limit + 1e-9
+    # llm-first: the cheap LLM answered every routed item (the sample's included) once
+    cheap = new.annotations[new.annotations["annotator"] == "cheap"]
+    assert cheap["item_id"].is_unique
+    assert new.human_labels < old.human_labels  # humans on top of the LLM cost c_H each
+    # an LLM at chance: the first round does not show it mostly right, the picks are the
+    # one-round picks (bought in two rounds) and the means' rule decides as before
+    weak = _dataset(n, np.random.default_rng(5).random(n) < 0.5, seed=0)
+    w_old, _ = _route(weak, emb, 0.7, audit_check_confidence=0.5)
+    w_new, _ = _route(weak, emb, 0.7)
+    assert {k: v for k, v in w_new.info["audit_check"].items() if k != "confidence"} == {
+        k: v for k, v in w_old.info["audit_check"].items() if k != "confidence"
+    }
+    assert w_new.cost == w_old.cost and w_new.human_labels == w_old.human_labels
+    assert (w_new.labels["output"] == w_old.labels["output"]).all()
+
+
+def test_check_is_not_made_where_the_calibration_shows_the_llm_mostly_right() -> None:
+    # 26 calibration items with the human's and the cheap LLM's answers (85% right on two
+    # labels: below (1 - 1/2) / 2 = 0.25 changed) are enough at audit_check_min=20: no
+    # sample, "llm-first" at once; 0.5 restores the check
+    n = 1000
+    emb, _ = _clusters(n)
+    ds = _dataset(n, np.random.default_rng(100).random(n) < 0.85, seed=0)
+    res, budget = _route(ds, emb, 0.5, audit_check_min=20)
+    chk = res.info["audit_check"]
+    assert "skipped" in chk and chk["plan"] == "llm-first" == res.info["dollars_audit_plan"]
+    wrong, known = chk["calibration_errors"]
+    assert known == res.info["n_calibration"] >= 20 and wrong / known < 0.25
+    assert res.cost <= budget.limit + 1e-9
+    old, _ = _route(ds, emb, 0.5, audit_check_min=20, audit_check_confidence=0.5)
+    assert "skipped" not in old.info["audit_check"] and old.info["audit_check"]["humans"] > 0
+    # an LLM at chance: the calibration does not settle it, the check is made
+    weak = _dataset(n, np.random.default_rng(5).random(n) < 0.5, seed=0)
+    res_w, _ = _route(weak, emb, 0.5, audit_check_min=20)
+    assert "skipped" not in res_w.info["audit_check"]
+    assert res_w.info["audit_check"]["confidence"] == 0.5  # humans changed about half
+
+
+def test_the_decisions_page_says_why_the_check_was_not_made() -> None:
+    from quorum.live.outputs.decisions import decision_lines
+
+    skipped = {"dollars_audit_plan": "llm-first", "audit_check": {
+        "skipped": "the calibration shows the cheapest LLM mostly right",
+        "calibration_errors": [6, 45], "plan": "llm-first"}}  # fmt: skip
+    text = " ".join(decision_lines(skipped))
+    assert "not made" in text and "6 of the cheapest LLM's 45" in text and "None" not in text
+    made = {"audit_check": {"sample": 97, "humans": 53, "fixed_llm_first": [13, 27],
+                            "fixed_humans_instead": [13, 26], "plan": "llm-first"}}  # fmt: skip
+    assert "a sample of 97 item(s) with 53 human label(s)" in " ".join(decision_lines(made))

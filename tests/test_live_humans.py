@@ -462,7 +462,10 @@ def test_audit_check_with_a_team_answering_while_the_run_waits(
                          "quality_checks": 0.03}, "1.3"  # fmt: skip
     base = {"name": "chk", "features": "light", "seed": 3, "task": SST2_TASK,
             "budget": budget, "human_price": 0.02,
-            "method_params": {"dollars_strategy": "audit", "audit_check_min": 4}}  # fmt: skip
+            # confidence 0.5: the sample is always bought (SST-2's LLM is mostly right, so
+            # by default its calibration would settle the plan without one, issue 39)
+            "method_params": {"dollars_strategy": "audit", "audit_check_min": 4,
+                              "audit_check_confidence": 0.5}}  # fmt: skip
     gold_proj, team_proj = _gold_and_team(tmp_path, shared_data_dir, base, 200)
     s_gold = annotate(load_project(gold_proj), quiet=True)
     assert s_gold.status == "finished"

@@ -75,7 +75,13 @@ def _audit_lines(dec: dict[str, Any]) -> list[str]:
         if key in dec:
             lines.append(f"Audit plan ({setting}): {_PLANS.get(dec[key], dec[key])}.")
     chk = dec.get("audit_check")
-    if isinstance(chk, dict):
+    if isinstance(chk, dict) and chk.get("skipped"):
+        wrong, known = (chk.get("calibration_errors") or [0, 0])[:2]
+        lines.append(
+            f"Audit check: not made; humans changed {wrong} of the cheapest LLM's {known} "
+            f"calibration label(s), so it is mostly right; the plan taken: {chk.get('plan')}."
+        )
+    elif isinstance(chk, dict):
         fw, nw = (chk.get("fixed_llm_first") or [0, 0])[:2]
         fu, nu = (chk.get("fixed_humans_instead") or [0, 0])[:2]
         lines.append(

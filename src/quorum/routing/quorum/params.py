@@ -113,6 +113,7 @@ class QuorumParams(BaseModel):
     llm_sample: int = Field(40, ge=0)
     audit_check_share: float = Field(0.25, gt=0.0, le=1.0)
     audit_check_min: int = Field(40, ge=2)
+    audit_check_confidence: float = Field(0.9, ge=0.5, lt=1.0)
     label_model_k: int = Field(10, ge=1)
     label_model_strength: float = Field(2.0, gt=0.0)
     label_model_fit: bool = True
@@ -251,6 +252,7 @@ GROUPS: dict[str, tuple[str, str, tuple[str, ...]]] = {
             "llm_sample",
             "audit_check_share",
             "audit_check_min",
+            "audit_check_confidence",
             "label_model_k",
             "label_model_strength",
             "label_model_fit",
@@ -501,6 +503,22 @@ DESCRIPTIONS: dict[str, str] = {
         'the sample of "check": 0.25 of the items left after calibration, and at least 40 '
         'human labels in it (20 to each plan\'s choice). Both also take "humans-only" (below), '
         "which then runs without the check."
+    ),
+    "audit_check_confidence": (
+        "where the cheapest LLM is mostly right (the share of labels humans changed, "
+        "Beta(1, 1), below half of what they change after a random answer, (1 - 1/L) / 2; "
+        ":func:`~quorum.routing.quorum.audit.plans.mostly_right`): the check is not made when "
+        'at least ``audit_check_min`` calibration labels show it ("llm-first"); otherwise '
+        "it buys its humans in two rounds, the second picked by the label model refitted on "
+        'the first where the first shows it, and leaves "llm-first" for '
+        '"humans-instead" only when its sample makes it this likely that a human bought '
+        "instead fixes more labels per unit of money (ours: 0.9; p_first, p_instead "
+        "Beta(1 + changed, 1 + kept), their difference per unit of money taken as normal, "
+        ":func:`~quorum.routing.quorum.audit.plans.instead_z`). There the plan's value is "
+        "finding the LLM's few errors, which a sample picked in one round by a label model "
+        "that has seen few or no human labels cannot show, while the plan learns over "
+        '``audit_rounds`` rounds: a tie favours "llm-first". Elsewhere the one-round picks '
+        "and the means' rule stand. 0.5: the rule before issue 39, in full."
     ),
     "llm_sample": (
         "before either plan, the cheapest LLM's answers on this many random items (ours: 40; "

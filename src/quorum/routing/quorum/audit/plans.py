@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
+from statistics import NormalDist
 
 import numpy as np
 
@@ -30,7 +31,18 @@ from quorum.routing.quorum.audit.auditing import round_sizes
 from quorum.routing.quorum.params import QuorumParams
 from quorum.routing.quorum.run import QuorumRun
 
-__all__ = ["AuditPlan", "Check", "HumansInstead", "HumansOnly", "LlmFirst", "audit", "audit_plan"]
+__all__ = [
+    "AuditPlan",
+    "Check",
+    "HumansInstead",
+    "HumansOnly",
+    "LlmFirst",
+    "audit",
+    "audit_plan",
+    "instead_z",
+    "labelled_errors",
+    "mostly_right",
+]
 
 _NONE = np.zeros(0, dtype=int)
 
@@ -122,7 +134,12 @@ class Check(AuditPlan):
     without the answer). Each half's share of labels the human changed (Beta(1, 1)),
     p_first and p_instead, is what a human fixes there; "llm-first" goes on iff
     p_first / c_H >= p_instead / (c_H - c_l), the fixes per unit of money (a human
-    bought instead of the LLM costs c_H - c_l more than the LLM alone). Where the
+    bought instead of the LLM costs c_H - c_l more than the LLM alone), with
+    ``audit_check_confidence``: where the cheapest LLM is mostly right
+    (:func:`mostly_right`), the check is not made if the calibration's human labels
+    already show it ("llm-first"), its humans are bought in two rounds with the second
+    picked by the refitted label model, and "humans-instead" needs the sample to make it
+    that likely (:func:`instead_z`): a tie keeps "llm-first". Where the
     sample would get fewer than ``audit_check_min`` humans, nothing is sampled and the
     run goes on "llm-first" (too few labels to tell)."""
 
@@ -139,6 +156,19 @@ class Check(AuditPlan):
         n_s = cap_humans(n_s, run.budget.humans_left)
         first = LlmFirst(cfg, self.trace_q)
         if n_s < cfg.audit_check_min or c_h <= c_l:
+            return first.run(run, rest, cheap, n_h)
+        # the calibration's human labels show the LLM mostly right: llm-first, no sample
+        known = labelled_errors(run, cheap)
+        if (
+            cfg.audit_check_confidence > 0.5
+            and known[1] >= cfg.audit_check_min
+            and mostly_right(*known, len(run.labels.labels))
+        ):
+            run.report.audit_check = {
+                "skipped": "the calibration shows the cheapest LLM mostly right",
+                "calibration_errors": list(known),
+                "plan": first.name,
+            }
             return first.run(run, rest, cheap, n_h)
         sample, rest = rest[:m], rest[m:]
         taken, answered = self._sample(run, sample, cheap, n_s)
@@ -162,8 +192,6 @@ class Check(AuditPlan):
         by_w = np.argsort(-w, kind="stable")[: (n_s + 1) // 2]
         order_u = np.argsort(-u, kind="stable")
         by_u = order_u[~np.isin(order_u, by_w)][: n_s - len(by_w)]
-        pick = sample[np.concatenate([by_w, by_u])]
-        run.buy(pick, run.human, "audit")
 
         def found(rows: np.ndarray) -> tuple[int, int]:
             """(labels that the human changed, human labels) among the sample's ``rows``."""
@@ -174,17 +202,96 @@ class Check(AuditPlan):
             ok = y >= 0
             return int((y[ok] != guess[rows][ok]).sum()), int(ok.sum())
 
+        L = len(run.labels.labels)
+        if self.cfg.audit_check_confidence <= 0.5:  # one round (before issue 39)
+            run.buy(sample[np.concatenate([by_w, by_u])], run.human, "audit")
+        else:  # two rounds: the first half of each plan's choice, then the rest
+            h_w, h_u = (len(by_w) + 1) // 2, (len(by_u) + 1) // 2
+            run.buy(sample[np.concatenate([by_w[:h_w], by_u[:h_u]])], run.human, "audit")
+            (f_w, n_w), (f_u, n_u) = found(by_w[:h_w]), found(by_u[:h_u])
+            if mostly_right(f_w + f_u, n_w + n_u, L):
+                # the LLM mostly right: the second round's choices are made again by the
+                # label model refitted on the first round's labels, as the plans learn
+                left = np.setdiff1d(
+                    np.arange(len(sample)), np.concatenate([by_w[:h_w], by_u[:h_u]])
+                )
+                post = run.labels.posterior(sample[left])
+                guess[left] = post.argmax(axis=1)
+                w2 = 1.0 - post.max(axis=1)
+                hum, y_h = run.labels.human_labelled()
+                u2 = (
+                    1.0 - run.labels.prior(sample[left], hum, y_h).max(axis=1)
+                    if len(hum)
+                    else 0.0 * w2
+                )
+                r2_w = np.argsort(-w2, kind="stable")[: len(by_w) - h_w]
+                o2 = np.argsort(-u2, kind="stable")
+                r2_u = o2[~np.isin(o2, r2_w)][: len(by_u) - h_u]
+                by_w = np.concatenate([by_w[:h_w], left[r2_w]])
+                by_u = np.concatenate([by_u[:h_u], left[r2_u]])
+            run.buy(sample[np.concatenate([by_w[h_w:], by_u[h_u:]])], run.human, "audit")
+        pick = sample[np.concatenate([by_w, by_u])]
         (f_w, n_w), (f_u, n_u) = found(by_w), found(by_u)
-        p_w, p_u = (f_w + 1.0) / (n_w + 2.0), (f_u + 1.0) / (n_u + 2.0)
-        plan = LlmFirst.name if p_w / c_h >= p_u / (c_h - c_l) else HumansInstead.name
+        z = instead_z(f_w, n_w, f_u, n_u, c_h, c_l)
+        # the LLM mostly right: a tie favours llm-first (audit_check_confidence)
+        strong = mostly_right(f_w + f_u, n_w + n_u, L)
+        level = self.cfg.audit_check_confidence if strong else 0.5
+        plan = HumansInstead.name if z > NormalDist().inv_cdf(level) else LlmFirst.name
         run.report.audit_check = {
             "sample": len(sample),
             "humans": len(pick),
             "fixed_llm_first": [f_w, n_w],
             "fixed_humans_instead": [f_u, n_u],
+            "z_humans_instead": float(z),
+            "confidence": float(level),
             "plan": plan,
         }
         return plan, sample[~np.isin(sample, pick)]
+
+
+def mostly_right(changed: int, checked: int, n_labels: int) -> bool:
+    """The cheapest LLM is mostly right: the share of its labels a human changed,
+    (changed + 1) / (checked + 2), is below half of what a human would change after a
+    random answer, (1 - 1/L) / 2 (``audit_check_confidence``).
+
+    >>> mostly_right(20, 100, 4), mostly_right(30, 100, 2), mostly_right(40, 100, 4)
+    (True, False, False)
+    """
+    return (changed + 1.0) / (checked + 2.0) < 0.5 * (1.0 - 1.0 / max(n_labels, 2))
+
+
+def labelled_errors(run: QuorumRun, cheap: str) -> tuple[int, int]:
+    """(items where the human's label differs from ``cheap``'s answer, items with both):
+    the calibration's measure of the cheapest LLM before the check."""
+    hum, y_h = run.labels.human_labelled()
+    outs = run.answers.outputs
+    y_l = label_indices([outs(int(t)).get(cheap) for t in hum], run.labels.labels)
+    ok = y_l >= 0
+    return int((y_l[ok] != y_h[ok]).sum()), int(ok.sum())
+
+
+def instead_z(f_w: int, n_w: int, f_u: int, n_u: int, c_h: float, c_l: float) -> float:
+    """How many standard errors "humans-instead" fixes more labels per unit of money than
+    "llm-first" on the check's sample (``audit_check_confidence``).
+
+    p_first ~ Beta(1 + f_w, 1 + n_w - f_w), p_instead ~ Beta(1 + f_u, 1 + n_u - f_u) (the
+    labels the human changed among each half's n humans); the difference
+    d = p_instead / (c_H - c_l) - p_first / c_H is taken as normal, z = E[d] / sd(d). z > 0
+    exactly where the means' rule (before issue 39) chose "humans-instead".
+
+    Examples
+    --------
+    >>> round(instead_z(13, 58, 14, 57, 0.1, 0.01), 2)  # a tie: well below z(0.9) = 1.28
+    0.59
+    >>> instead_z(5, 50, 25, 50, 0.1, 0.01) > 3  # the prior's picks fix five times more
+    True
+    """
+    a_w, b_w = 1.0 + f_w, 1.0 + n_w - f_w
+    a_u, b_u = 1.0 + f_u, 1.0 + n_u - f_u
+    mean = a_u / (a_u + b_u) / (c_h - c_l) - a_w / (a_w + b_w) / c_h
+    var_w = a_w * b_w / ((a_w + b_w) ** 2 * (a_w + b_w + 1.0)) / c_h**2
+    var_u = a_u * b_u / ((a_u + b_u) ** 2 * (a_u + b_u + 1.0)) / (c_h - c_l) ** 2
+    return float(mean / np.sqrt(var_w + var_u))
 
 
 def audit_plan(name: str, cfg: QuorumParams, trace_q: bool = False) -> AuditPlan:
