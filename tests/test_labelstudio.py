@@ -390,11 +390,12 @@ def test_withdraw_unanswered_after_timeout(server) -> None:
              for k in range(3)]  # fmt: skip
     t0 = time.monotonic()
     q.submit(tasks)
+    t1 = time.monotonic()  # the tasks' clocks started between t0 and t1
     _answer(server, alice, q._tasks["w0"].task_id, "positive")
     early = q.withdraw_expired()
     if time.monotonic() - t0 < 3.0:  # not yet past the timeout (a loaded machine may be)
         assert early == []
-    time.sleep(max(0.0, 3.5 - (time.monotonic() - t0)))
+    time.sleep(max(0.0, 3.5 - (time.monotonic() - t1)))
     assert sorted(early + q.withdraw_expired()) == ["w1", "w2"]
     left = {t["data"][ITEM_KEY]: t for t in _project_tasks(server, "timeout")}
     # withdrawn tasks are taken out of the label stream, not deleted (someone may have one

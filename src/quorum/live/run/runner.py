@@ -375,8 +375,12 @@ def _record_failure(run: _Run, exc: BaseException) -> None:
 
 #: router parameters a live run sets where the router takes them and the project does not
 #: (issue 38): the final labels' prior shrunk to uniform, not to the frequencies of the
-#: few dozen human labels the router chose (docs/live.md, "A real team's run")
-LIVE_ROUTER_DEFAULTS: dict[str, Any] = {"label_model_final_prior": "uniform"}
+#: few dozen human labels the router chose, and an LLM never voted against there
+#: (docs/live.md, "A real team's run")
+LIVE_ROUTER_DEFAULTS: dict[str, Any] = {
+    "label_model_final_prior": "uniform",
+    "label_model_final_floor": "chance",
+}
 
 
 def _with_human_quality(cfg: ProjectConfig, source: LiveSource) -> dict[str, Any]:

@@ -109,16 +109,17 @@ class LabelModelState:
         error rate on the human-labelled items it answered
         (:mod:`~quorum.routing.core.label_model`).
 
-        ``final`` (the final labels, issue 38): the human labels were bought where the
-        LLMs looked weakest, so neither their error rates nor the human label frequencies
-        are the data's. There an LLM's accuracy is at least chance (:data:`CHANCE_FLOOR`:
-        where its neighbours' error rate is above chance it is ignored, not voted against,
-        the rule of the human vote), and with ``label_model_final_prior = "uniform"`` the
-        kNN prior is shrunk towards the uniform distribution, not the frequencies (as for
-        the items nobody was asked on, :meth:`unasked_labels`), by the one-standard-error
-        rule. Voting against a 76 %-right LLM, then a prior of the audit's frequencies,
-        relabelled 15-20 items of a scripted team's run 7-20 % right. The audit's ranking
-        (:meth:`wrong_probability`) keeps the plain model."""
+        ``final`` (the final labels, issue 38): the human labels were bought where the LLMs
+        looked weakest, so neither their error rates nor the human label frequencies are the
+        data's. With ``label_model_final_floor = "chance"`` an LLM's accuracy there is at
+        least chance (:data:`CHANCE_FLOOR`: where its neighbours' error rate is above chance
+        it is ignored, not voted against, the rule of the human vote), and with
+        ``label_model_final_prior = "uniform"`` the kNN prior is shrunk towards the uniform
+        distribution, not the frequencies (as for the items nobody was asked on,
+        :meth:`unasked_labels`), by the one-standard-error rule. Voting against a 76 %-right
+        LLM, then a prior of the audit's frequencies, relabelled 15-20 items of a scripted
+        team's run 7-20 % right. The audit's ranking (:meth:`wrong_probability`) keeps the
+        plain model."""
         cfg, labels = self.cfg, self.labels
         hum, y_h = self.human_labelled()
         space = self.space()
@@ -154,7 +155,7 @@ class LabelModelState:
                 neighbours=near() if len(hum) and judged.all() and len(items) else None,
             )
             acc[:, k] = 1.0 - e
-            if final:
+            if final and cfg.label_model_final_floor == "chance":
                 acc[:, k] = np.maximum(acc[:, k], CHANCE_FLOOR / len(labels))
         if cfg.label_model_vote == "off" or len(hum) == 0:
             prior = np.full((len(items), len(labels)), 1.0 / len(labels))
