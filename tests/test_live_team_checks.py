@@ -193,6 +193,34 @@ def test_checks_are_kept_bought_and_settled_by_a_third_person(
     assert ex["label"].notna().all() and acc >= cheap, (acc, cheap)
 
 
+def test_a_team_of_two_is_not_asked_for_a_third_person(tmp_path, shared_data_dir, caplog):
+    """k = 2 on a team of two: a check whose two labels disagree keeps the vote of the two
+    (said in the log) instead of waiting for a third person nobody is (before: the task
+    wanted 3 labels and the run waited until ``humans.timeout``)."""
+    n = 30
+    df = _gold(shared_data_dir, n)
+    gold = dict(zip(df["idx"], df["label"], strict=True))
+    data = _project(shared_data_dir, n, 0.8, "right_70", timeout=600)
+    cfg = load_project(write_project(tmp_path, data))
+    team = CoinTeam(cfg.queue_dir, gold, {"ann": 1.0, "bea": 0.5})
+    caplog.set_level(logging.INFO, logger="quorum.live")
+    t0 = time.monotonic()
+    try:
+        s = annotate(cfg, quiet=True, wait=600)
+    finally:
+        team.close()
+    assert s.status == "finished" and s.pending_humans == 0
+    assert time.monotonic() - t0 < 300  # never held for the timeout
+    tasks = _sql(cfg, "SELECT wanted, purpose FROM human_queue")
+    assert (tasks["purpose"] == "check").any() and (tasks["wanted"].fillna(1) <= 2).all()
+    slots = _sql(cfg, "SELECT request_key, label FROM human_labels WHERE status='answered'")
+    split = slots.groupby("request_key")["label"].nunique().gt(1).sum()
+    if split:  # a check or a routed item whose two labels disagree: said, not waited for
+        assert "no other person has answered" in caplog.text or not (
+            tasks["purpose"] == "check"
+        ).any()
+
+
 def test_an_llm_that_answers_one_label_is_named_and_taken_out(
     tmp_path, shared_data_dir, caplog
 ) -> None:
