@@ -74,7 +74,10 @@ demo: $(STAMP)
 # the docstring Examples (doctests); Label Studio gets its own venv (its pins clash with ours).
 # pytest-xdist runs them on every core (at most 4 workers), a test file at a time, so a file's
 # server, browser or loaded model is set up once; the heaviest files go first
-# (tests/conftest.py). PYTEST_WORKERS=0 runs them in one process.
+# (tests/conftest.py). The live servers (Label Studio, the Chromium that opens its pages, the
+# llama.cpp server with SmolLM2) start once per worker and serve every file it runs, each
+# test in its own project and ledger (tests/live_servers/sessions.py; docs/architecture.md,
+# "The test suite"). PYTEST_WORKERS=0 runs them in one process.
 PYTEST_WORKERS ?= auto
 test: lint $(TEST_STAMP) browser $(LS_STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --maxprocesses 4 \

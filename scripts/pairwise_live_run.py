@@ -102,7 +102,7 @@ class People:
         if self.pid is None:
             c = LabelStudioClient(self.url, self.admin, max_retries=1)
             try:
-                res = c.request("GET", "/api/projects/")["results"]
+                res = c.request("GET", "/api/projects/", params={"title": TITLE})["results"]
                 self.pid = next((int(p["id"]) for p in res if p["title"] == TITLE), None)
             except Exception:
                 pass

@@ -11,6 +11,11 @@ import pandas as pd
 import pytest
 
 from live_servers.reply_endpoint import endpoint  # noqa: F401 (a fixture for every test file)
+from live_servers.sessions import (  # noqa: F401 (one Label Studio, Chromium, llama.cpp a process)
+    label_studio,
+    label_studio_browser,
+    smollm2_served,
+)
 from quorum.data.paths import candidate_data_dirs, data_dir
 from quorum.data.schema import AnnotatorSpec, Dataset, TaskSpec
 

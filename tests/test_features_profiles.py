@@ -162,13 +162,14 @@ def test_static_embedder_and_fast_profile(tmp_path, monkeypatch):
 @pytest.mark.realdata
 @needs_model2vec
 def test_static_neighbours_agree_with_minilm(shared_data_dir):
-    """Real data: the static model finds many of MiniLM's 5 nearest neighbours."""
+    """Real data: the static model finds many of MiniLM's 5 nearest neighbours (500 texts:
+    agreement 0.39 there, 0.37 on 1,500; MiniLM on 1,500 took minutes on 2 busy cores)."""
     from quorum.data.loaders import load_dataset
     from quorum.features.neighbours import knn_search
     from quorum.features.static import StaticEmbedder
     from quorum.models.embedders import get_embedder
 
-    texts = load_dataset("ag-news").items["text"].tolist()[:1500]
+    texts = load_dataset("ag-news").items["text"].tolist()[:500]
     _, ref = knn_search(get_embedder("en").encode(texts), 5)
     _, got = knn_search(StaticEmbedder().encode(texts), 5)
     agree = np.mean([len(set(a) & set(b)) / 5 for a, b in zip(got, ref, strict=True)])

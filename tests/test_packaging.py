@@ -54,9 +54,17 @@ def _third_party_imports(folder: Path) -> dict[str, set[str]]:
 
 
 @cache
+def _installed_modules() -> dict[str, list[str]]:
+    """Top-level module -> the distributions installing it, read once (each call of
+    ``packages_distributions`` reads every installed distribution's file list, seconds
+    in this environment)."""
+    return packages_distributions()
+
+
+@cache
 def _distributions(module: str) -> frozenset[str]:
     """Distributions installing ``module`` (its own name when it is not installed here)."""
-    dists = packages_distributions().get(module) or [module]
+    dists = _installed_modules().get(module) or [module]
     return frozenset(canonicalize_name(d) for d in dists)
 
 

