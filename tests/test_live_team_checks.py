@@ -216,9 +216,9 @@ def test_a_team_of_two_is_not_asked_for_a_third_person(tmp_path, shared_data_dir
     slots = _sql(cfg, "SELECT request_key, label FROM human_labels WHERE status='answered'")
     split = slots.groupby("request_key")["label"].nunique().gt(1).sum()
     if split:  # a check or a routed item whose two labels disagree: said, not waited for
-        assert "no other person has answered" in caplog.text or not (
-            tasks["purpose"] == "check"
-        ).any()
+        assert (
+            "no other person has answered" in caplog.text or not (tasks["purpose"] == "check").any()
+        )
 
 
 def test_an_llm_that_answers_one_label_is_named_and_taken_out(
