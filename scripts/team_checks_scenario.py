@@ -161,7 +161,7 @@ def project(
              "price": STUBS["dear"][1]},
             {"name": "team", "kind": "human", "price": HUMAN_PRICE},
         ],
-        "humans": {"labels_per_item": 2, **extra.get("humans", {})},
+        "humans": {"labels_per_item": 2, "team_size": 3, **extra.get("humans", {})},
     }  # fmt: skip
     p = out / "project.yaml"
     p.write_text(yaml.safe_dump(cfg, sort_keys=False))

@@ -182,7 +182,8 @@ def project(
             {"name": "smol-b", **smol, "price": 0.003, "temperature": 0.7, "seed": 1},
             {"name": "team", "kind": "human", "price": 0.05},
         ],
-        "humans": {"backend": "labelstudio", "labels_per_item": 2, "timeout": "120s",
+        "humans": {"backend": "labelstudio", "labels_per_item": 2, "team_size": 3,
+                   "timeout": "120s",
                    "labelstudio": {"url": ls_url, "token_env": TOKEN_ENV, "project": "trial"},
                    **({"queue_depth": depth} if depth else {})},
     }  # fmt: skip

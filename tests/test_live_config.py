@@ -75,6 +75,7 @@ def test_every_problem_is_reported_with_its_place(tmp_path, shared_data_dir) -> 
             "params may not set",
         ),
         ({"budget": {"limit": 1, "setting": "auditor"}}, "human_limit"),
+        ({"humans": {"labels_per_item": 3, "team_size": 2}}, r"team_size \(2\) is below"),
     ],
 )
 def test_invalid_projects(tmp_path, shared_data_dir, change, match) -> None:

@@ -103,8 +103,12 @@ class Team:
     """A scripted human team: answers what pending.csv shows (gold label names), appending
     to answers.csv; ``rounds`` is how many times it answers before it leaves (None: always)."""
 
-    def __init__(self, queue: Path, gold: dict[str, str], rounds: int | None = None) -> None:
+    def __init__(
+        self, queue: Path, gold: dict[str, str], rounds: int | None = None, delay: float = 0.0
+    ) -> None:
         self.queue, self.gold, self.rounds = queue, gold, rounds
+        self.delay = delay  # seconds a task is shown before its answer is written
+        self.seen: dict[str, float] = {}
         self.stop = threading.Event()
         self.done: list[str] = []
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -115,6 +119,8 @@ class Team:
             pend = self.queue / "pending.csv"
             if self.rounds != 0 and pend.is_file():
                 ids = [i for i in pd.read_csv(pend, dtype=str)["item_id"] if i not in self.done]
+                now = time.monotonic()
+                ids = [i for i in ids if now - self.seen.setdefault(i, now) >= self.delay]
                 if ids:
                     rows = [[i, NAMES[self.gold[i]], f"annotator-{k % 3}"] for k, i in
                             enumerate(ids, len(self.done))]  # fmt: skip
@@ -241,7 +247,7 @@ def test_pending_tasks_status_and_export_agree(tmp_path, shared_data_dir) -> Non
 
 def test_wait_sleeps_until_answers_come(tmp_path, shared_data_dir, caplog) -> None:
     cfg = load_project(write_project(tmp_path, _cascade(shared_data_dir, n=6)))
-    team = Team(cfg.queue_dir, _gold(shared_data_dir))
+    team = Team(cfg.queue_dir, _gold(shared_data_dir), delay=2.0)  # people take a moment
     caplog.set_level(logging.INFO, logger="quorum.live")
     try:
         s = annotate(cfg, quiet=True, wait=60)

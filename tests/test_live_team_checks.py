@@ -142,8 +142,8 @@ def test_checks_are_kept_bought_and_settled_by_a_third_person(
     n, depth = 60, 4
     df = _gold(shared_data_dir, n)
     gold = dict(zip(df["idx"], df["label"], strict=True))
-    cfg = load_project(write_project(tmp_path, _project(shared_data_dir, n, 1.0, "right_70",
-                                                        queue_depth=depth)))  # fmt: skip
+    data = _project(shared_data_dir, n, 1.0, "right_70", queue_depth=depth, team_size=3)
+    cfg = load_project(write_project(tmp_path, data))
     checks = plain_checks(cfg)
     assert checks is not None and checks.width == 0.45
     team = CoinTeam(cfg.queue_dir, gold, {"ann": 1.0, "bea": 1.0, "cat": 0.5})

@@ -289,9 +289,10 @@ class AnswerCollector:
         more person before it closes (issue 38): with two labels and weights fitted from a
         few of them, nothing says which one is right, and the check's truth would rest on
         that guess. True: a slot was added (it holds one label's price, from the money kept
-        for the checks). Once per task; with one label per item, never; nor while nobody
-        but the task's own people has answered (a team of two has no third person: the task
-        would wait for one until the timeout)."""
+        for the checks). Once per task; with one label per item, never; nor where the team
+        has no one else: ``humans.team_size`` at most k, or, unset, nobody but the task's
+        own people has answered a task of the run (a team of two has no third person, and
+        the task would wait for one until the timeout)."""
         task = self.src.ledger.human_task(key)
         if task is None or task["purpose"] != "check":
             return False
@@ -302,11 +303,14 @@ class AnswerCollector:
         lab = lab[lab["status"].isin(COUNTED)]
         if lab["label"].nunique() < 2:
             return False
-        if not self.book.people() - set(lab["person"].dropna().astype(str)):
+        size = self.src.human.team_size if self.src.human is not None else None
+        if size is not None and size <= self.k:
+            return False  # nobody else to ask (humans.team_size)
+        if size is None and not self.book.people() - set(lab["person"].dropna().astype(str)):
             log.info(
                 "check on item %s: its %d labels disagree and no other person has answered "
-                "yet (a team of %d known); its truth is the vote of the two", iid, len(lab),
-                len(self.book.people()),
+                "yet (%d known; humans.team_size says how many there are); its truth is the "
+                "vote of the two", iid, len(lab), len(self.book.people()),
             )  # fmt: skip
             return False
         price = float(task["price"] or 0.0)

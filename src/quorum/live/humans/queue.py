@@ -204,6 +204,7 @@ class HumanArm:
     builder: PromptBuilder
     labels_per_item: int = 1
     timeout: float | None = None
+    team_size: int | None = None
     prior_accuracy: float = 0.8
     prior_strength: float = 4.0
     arm_quality: str | float = "auto"

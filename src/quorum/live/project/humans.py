@@ -57,6 +57,12 @@ class HumansConfig(BaseModel):
         description="human tasks sent ahead and waiting at once (advised: twice the team's "
         "size); unset or 1: a pass stops at its first unanswered task",
     )  # fmt: skip
+    team_size: int | None = Field(
+        default=None, ge=1, le=10_000,
+        description="people on the team: a random check whose labels disagree asks one more "
+        "person only where the team has more than labels_per_item people (unset: only where "
+        "someone other than the check's own people has answered a task of the run)",
+    )  # fmt: skip
     timeout: float | None = Field(
         default=None,
         gt=0.0,
@@ -89,6 +95,15 @@ class HumansConfig(BaseModel):
         if isinstance(v, float) and not 0.0 <= v <= 1.0:
             raise ValueError(f"arm_quality must be 'auto', 'router' or in [0, 1], got {v}")
         return v
+
+    @model_validator(mode="after")
+    def _team_holds_k(self) -> HumansConfig:
+        if self.team_size is not None and self.team_size < self.labels_per_item:
+            raise ValueError(
+                f"humans.team_size ({self.team_size}) is below humans.labels_per_item "
+                f"({self.labels_per_item}): each label of an item comes from a different person"
+            )
+        return self
 
     @model_validator(mode="after")
     def _old_names(self) -> HumansConfig:

@@ -110,7 +110,7 @@ def build_arms(
             hc = cfg.humans
             human = HumanArm(
                 a.name, float(a.price or 0.0), queue, make_builder(cfg),
-                labels_per_item=hc.labels_per_item, timeout=hc.timeout,
+                labels_per_item=hc.labels_per_item, timeout=hc.timeout, team_size=hc.team_size,
                 prior_accuracy=hc.prior_accuracy, prior_strength=hc.prior_strength,
                 arm_quality=hc.arm_quality, min_evidence=hc.min_evidence,
             )  # fmt: skip
