@@ -108,9 +108,7 @@ class HumanBook:
             label: str, raw: str, line: int | None, status: str) -> int:  # fmt: skip
         """A slot beyond those of the task (a late answer); returns its number."""
         with self.ledger.tx() as c:
-            slot = c.execute(
-                "SELECT coalesce(max(slot), -1) + 1 FROM human_labels WHERE request_key=?", (key,)
-            ).fetchone()[0]
+            slot = _next_slot(c, key)
             c.execute(
                 "INSERT INTO human_labels (request_key, slot, item_id, call_id, status, person, "
                 "label, raw, line, answered_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -122,9 +120,7 @@ class HumanBook:
         """One more open slot for the task (its call ``call_id`` holds the label's price)
         and one more label wanted; returns the slot's number."""
         with self.ledger.tx() as c:
-            slot = c.execute(
-                "SELECT coalesce(max(slot), -1) + 1 FROM human_labels WHERE request_key=?", (key,)
-            ).fetchone()[0]
+            slot = _next_slot(c, key)
             c.execute(
                 "INSERT INTO human_labels (request_key, slot, item_id, call_id, status) "
                 "VALUES (?,?,?,?,'open')",
@@ -292,3 +288,12 @@ def _answer_slot(c: sqlite3.Connection, key: str, slot: int, answer: tuple,
         (status, *answer, key, slot),
     )
     return row
+
+
+def _next_slot(c: sqlite3.Connection, key: str) -> int:
+    """The number of the task ``key``'s next slot (its slots count from 0)."""
+    return int(
+        c.execute(
+            "SELECT coalesce(max(slot), -1) + 1 FROM human_labels WHERE request_key=?", (key,)
+        ).fetchone()[0]
+    )
