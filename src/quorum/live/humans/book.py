@@ -201,6 +201,16 @@ class HumanBook:
                 [(price, i) for i in ids],
             )
 
+    def wait_again(self, key: str) -> None:
+        """An answered task given one more slot (:meth:`widen`) waits again, its timeout
+        counted from now; its label stays the vote so far until the new one comes."""
+        with self.ledger.tx() as c:
+            c.execute(
+                "UPDATE human_queue SET status='pending', submitted_at=? "
+                "WHERE request_key=? AND status='answered'",
+                (time.time(), key),
+            )
+
     # -- reliability ---------------------------------------------------------------
     def save_reliability(
         self, rel: Reliability | LabelSetReliability, quality: float | None

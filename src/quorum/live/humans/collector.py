@@ -327,6 +327,16 @@ class AnswerCollector:
                  iid, len(lab), ", ".join(map(str, lab["label"])))  # fmt: skip
         return True
 
+    def recheck(self, key: str, iid: str) -> bool:
+        """An answered task that has just become a random check (its labels came while the
+        router held it) is settled as a check: where its labels disagree and one more
+        person can be asked (:meth:`_widen`), it waits again and is shown again (True)."""
+        if not self._widen(key, iid):
+            return False
+        self.book.wait_again(key)
+        self.src.resubmit(key, iid)
+        return True
+
     def dependable(self) -> bool:
         """Whether the people's reliabilities can be trusted (as ``quorum status`` says,
         :func:`~quorum.live.humans.book.reliability_evidence`): each person has

@@ -24,6 +24,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import sqlite3
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -431,8 +432,8 @@ class LiveSource:
         self.asked_human[key] = item.item_id
         task = self.ledger.human_task(key)
         status = task["status"] if task is not None else None
-        if task is not None:
-            self._claim(key, task["purpose"])
+        if task is not None and self._claim(key, task):
+            status = "pending"  # a check whose labels disagree waits for one more person
         if status == "answered":
             out = Outcome(item.item_id, h.name, task["label"], self._task_cost(key),
                           raw=task["raw"])  # fmt: skip
@@ -477,14 +478,20 @@ class LiveSource:
         self._event(out)
         return out
 
-    def _claim(self, key: str, purpose: str | None) -> None:
+    def _claim(self, key: str, task: sqlite3.Row) -> bool:
         """A task is the random checks' while they ask for it and the router's once the
         router asks for it (its item left the machine-labelled set): its money then counts
-        for the router, and the money kept for the checks covers the check drawn instead."""
+        for the router, and the money kept for the checks covers the check drawn instead.
+        A task answered while the router held it that becomes a check is settled as a check
+        (issue 38): where its k labels disagree it waits again for one more person (True)."""
         want = "check" if self.guard.for_checks else None
-        if purpose != want:
-            self.ledger.set_purpose(key, want)
-            self.guard.sync()
+        if task["purpose"] == want:
+            return False
+        self.ledger.set_purpose(key, want)
+        self.guard.sync()
+        if want is None or task["status"] != "answered" or self.collector is None:
+            return False
+        return self.collector.recheck(key, task["item_id"])
 
     def _queue_full(self) -> bool:
         """``humans.queue_depth`` (when set above 1) is a cap on the human tasks pending at
