@@ -12,12 +12,14 @@ import pytest
 
 from quorum.data.io import load_folder
 from quorum.routing.quorum.audit.by_value import (
+    answer_keys,
     choose_llm,
     marks_key,
     ordered_quality,
     probe_panel,
 )
 from quorum.simulate import prepare, simulate_once
+from quorum.tasks.spans import Spans
 
 
 def test_choose_llm_weighs_quality_against_the_humans_its_price_costs():
@@ -172,3 +174,52 @@ def test_the_probe_stops_once_the_choice_is_clear(tmp_path, setting):
         sizes[step] = res.info["n_calibration"]
     # "good" is right on every item, "cheap" never: one step of 8 settles it
     assert sizes[8] == 8 < sizes[0]
+
+
+def _type_folder(tmp_path, n=200):
+    """One LLM that is right where it marks one span of the humans' usual type and wrong
+    where it marks two spans of another type: "marks" sends the humans to its right
+    answers, "top-type" to its wrong ones."""
+    text = "The forecast says rain on Monday and sun on Tuesday in the north."
+    items, rows = [], []
+    for i in range(n):
+        gold = [[4, 12, "Contradictory"]]
+        wrong = i % 2 == 0
+        ans = [[40, 44, "Other"], [50, 56, "Other"]] if wrong else gold
+        items.append({"item_id": f"i{i}", "text": text, "gold_spans": json.dumps(gold)})
+        rows.append({"item_id": f"i{i}", "annotator": "cheap", "spans": json.dumps(ans)})
+        rows.append({"item_id": f"i{i}", "annotator": "dear", "spans": json.dumps(gold)})
+    pd.DataFrame(items).to_parquet(tmp_path / "items.parquet")
+    pd.DataFrame(rows).to_parquet(tmp_path / "answers.parquet")
+    return load_folder(tmp_path)
+
+
+def test_top_type_key_puts_answers_without_the_usual_type_first():
+    run = SimpleNamespace(kind=Spans())
+    outs = ["[]", '[[0,3,"Other"],[5,9,"Other"]]', '[[0,3,"A"]]', None, '[[0,3,"A"],[5,9,"A"]]']
+    assert answer_keys(run, outs, None).tolist() == [np.inf, 2.0, 1.0, -1.0, 2.0]
+    keys = answer_keys(run, outs, "A")  # spans of type A first, then all spans
+    assert np.argsort(keys, kind="stable").tolist() == [3, 1, 2, 4, 0]
+
+
+def test_auditor_humans_go_where_the_llm_missed_the_usual_type(tmp_path):
+    ds = _type_folder(tmp_path)
+    feats = SimpleNamespace(phi=np.zeros((ds.n_items, 2)), embeddings=None, names=None, raw=None)
+    prep = prepare(ds, {"cheap": 0.01, "dear": 0.5}, features=feats)
+    rows = {}
+    for key in ("top-type", "marks"):
+        params = {"quality": False, "value_order_key": key}
+        row, res = simulate_once(prep, "quorum", "auditor", 0.3, seed=0, params=params)
+        assert row["cost"] <= row["budget_limit"] + 1e-9
+        assert row["human_labels"] <= row["human_budget"]
+        rows[key] = row
+        if key == "top-type":  # every human past the probe on a wrong answer
+            assert res.info["auditor_order"].startswith("fewest spans marked first")
+            ann = res.annotations
+            humans = set(ann.loc[ann["annotator"] == ds.task.human, "item_id"])
+            routed = humans - set(ann.loc[ann["phase"] == "calibration", "item_id"])
+            assert routed and all(int(t[1:]) % 2 == 0 for t in routed)
+        else:  # the probe values the fewest spans first lower than random items
+            assert res.info["auditor_order"].startswith("random")
+    assert rows["top-type"]["human_labels"] == rows["marks"]["human_labels"]
+    assert rows["top-type"]["span_f1"] > rows["marks"]["span_f1"] + 0.1

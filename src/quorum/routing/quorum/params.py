@@ -97,6 +97,7 @@ class QuorumParams(BaseModel):
     auditor_cost_match: bool = False
     value_audit_order: Literal["random", "fewest-marks", "by-value", "if-free"] = "if-free"
     value_margin: float = Field(0.0, ge=0.0)
+    value_order_key: Literal["marks", "top-type"] = "top-type"
     probe_step: int = Field(8, ge=0)
     probe_bootstrap: int = Field(200, ge=1)
     dollars_strategy: Literal["auto", "audit", "bandit"] = "auto"
@@ -237,6 +238,7 @@ GROUPS: dict[str, tuple[str, str, tuple[str, ...]]] = {
             "auditor_cost_match",
             "value_audit_order",
             "value_margin",
+            "value_order_key",
             "probe_step",
             "probe_bootstrap",
         ),
@@ -382,6 +384,13 @@ DESCRIPTIONS: dict[str, str] = {
     "value_margin": (
         "the audit by value (spans; ours): the expected mean quality by which a dearer LLM "
         "must pass the cheapest measured one to be chosen (0: the best expected value). "
+        'docs/router.md, "Span tasks".'
+    ),
+    "value_order_key": (
+        'the audit by value (spans; ours): the order of "fewest-marks". "top-type" (default): '
+        "the fewest spans of the type the humans marked most on the probe first, then the "
+        'fewest spans; "marks": the fewest spans first; an answer with no span last either '
+        "way. "
         'docs/router.md, "Span tasks".'
     ),
     "probe_step": (

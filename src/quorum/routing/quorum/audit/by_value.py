@@ -12,7 +12,9 @@ the humans its price would have paid for. Which items get the humans
 (``value_audit_order``): "random", or "fewest-marks", where the chosen LLM first answers
 every item left and the humans take the items where it marked the fewest spans (at least
 one): on the dev split an LLM's span F1 is lowest where it marked one span and highest
-where it marked none (docs/router.md, "Span tasks"). Then n_h(a) counts the humans that
+where it marked none (docs/router.md, "Span tasks"); with ``value_order_key="top-type"``
+the fewest spans of the type the humans marked most on the probe come first (:func:`top_type`,
+:func:`answer_keys`). Then n_h(a) counts the humans that
 fit beside the LLM on every item, and the expected quality is read off the probe items in
 the same order (:func:`ordered_quality`).
 """
@@ -28,12 +30,14 @@ from quorum.routing.quorum.audit.auditing import audit_human_count
 from quorum.routing.quorum.run import QuorumRun
 
 __all__ = [
+    "answer_keys",
     "choose_llm",
     "marks_key",
     "ordered_quality",
     "probe_accuracy",
     "probe_panel",
     "probe_worth_more",
+    "top_type",
     "value_audit",
 ]
 
@@ -41,15 +45,22 @@ __all__ = [
 _UNREAD = -1.0
 
 
-def marks_key(n_marks: np.ndarray) -> np.ndarray:
+def marks_key(n_marks: np.ndarray, n_top: np.ndarray | None = None) -> np.ndarray:
     """The order in which "fewest-marks" gives items to humans, lowest key first: an
     unreadable answer (``n_marks`` < 0) first, then the fewest spans marked, an answer
     that marked nothing last (its span F1 is 1 wherever the item truly has no span).
+    With ``n_top`` (``value_order_key="top-type"``): the fewest spans of the type the
+    humans marked most on the probe first, then the fewest spans.
 
     >>> marks_key(np.array([0, 3, 1, -1])).tolist()
     [inf, 3.0, 1.0, -1.0]
+    >>> marks_key(np.array([0, 3, 1, 2]), np.array([0, 0, 1, 1])).tolist()
+    [inf, 0.75, 1.5, 1.6666666666666665]
     """
     n = np.asarray(n_marks, dtype=float)
+    if n_top is not None:
+        key = np.asarray(n_top, dtype=float) + n / (np.abs(n) + 1.0)
+        return np.where(n == 0, np.inf, np.where(n < 0, _UNREAD, key))
     return np.where(n == 0, np.inf, n)
 
 
@@ -123,6 +134,31 @@ def _n_marks(run: QuorumRun, output: str | None) -> float:
     return _UNREAD if output is None else float(len(run.kind.text_spans(output)))
 
 
+def top_type(run: QuorumRun, probe: list[int]) -> str | None:
+    """The span type the humans marked most often on the probe items (ties: the first in
+    sorted order); None when ``value_order_key`` is "marks" or the humans marked nothing."""
+    if run.cfg.value_order_key != "top-type":
+        return None
+    counts: dict[str, int] = {}
+    for t in probe:
+        for _, _, label in run.kind.text_spans(run.answers.outputs(t).get(run.human)):
+            counts[label] = counts.get(label, 0) + 1
+    return min(counts, key=lambda x: (-counts[x], x)) if counts else None
+
+
+def answer_keys(run: QuorumRun, outputs: list[str | None], top: str | None) -> np.ndarray:
+    """:func:`marks_key` of LLM answers: by the spans marked, and with ``top`` (a span
+    type, :func:`top_type`) by the spans of that type first."""
+    if top is None:
+        return marks_key(np.array([_n_marks(run, o) for o in outputs]))
+    n, n_top = np.full(len(outputs), _UNREAD), np.zeros(len(outputs))
+    for i, o in enumerate(outputs):
+        if o is not None:
+            spans = run.kind.text_spans(o)
+            n[i], n_top[i] = len(spans), sum(lab == top for _, _, lab in spans)
+    return marks_key(n, n_top)
+
+
 def probe_accuracy(
     run: QuorumRun, probe: list[int], base: int, z: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -133,13 +169,14 @@ def probe_accuracy(
     ans = run.answers
     sims = np.full((len(probe), run.K), np.nan)
     keys = np.full((len(probe), run.K), np.nan)
+    top = top_type(run, probe)
     for i, t in enumerate(probe):
         outs = ans.outputs(t)
         y = outs.get(run.human)
         if y is None:
             continue
         sims[i] = [ans.similarity(outs.get(a), y) for a in run.llm_names]
-        keys[i] = marks_key(np.array([_n_marks(run, outs.get(a)) for a in run.llm_names]))
+        keys[i] = answer_keys(run, [outs.get(a) for a in run.llm_names], top)
     judged = ~np.isnan(sims).all(axis=1)
     sims, keys = sims[judged], keys[judged]
     if len(sims) == 0:
@@ -307,7 +344,7 @@ def value_audit(run: QuorumRun, probe: list[int], fallback: str, z: float = 0.0)
         return llm
     run.buy(rest, llm, "llm")
     outs = [run.answers.outputs(int(t)).get(llm) for t in rest]
-    key = marks_key(np.array([_n_marks(run, o) for o in outs]))
+    key = answer_keys(run, outs, top_type(run, probe))
     ranked = rest[np.argsort(key, kind="stable")]  # ties keep the random order
     n_h = min(n_h, cap_humans(len(rest), run.budget.humans_left))
     run.buy(ranked[:n_h], run.human, "audit")
