@@ -137,27 +137,33 @@ def _marks_folder(tmp_path, n=200):
     return load_folder(tmp_path)
 
 
-def test_auditor_humans_go_where_the_llm_marked_fewest_spans(tmp_path):
-    ds = _marks_folder(tmp_path)
+def _auditor_runs(ds, key: str, values: tuple[str, str]) -> tuple[dict, dict, set]:
+    """QUORUM in the auditor setting at 30 % with ``key`` set to each of ``values``: each
+    run's row and info, and the items the first run's humans labelled past the probe."""
     feats = SimpleNamespace(phi=np.zeros((ds.n_items, 2)), embeddings=None, names=None, raw=None)
     prep = prepare(ds, {"cheap": 0.01, "dear": 0.5}, features=feats)
-    rows = {}
-    for order in ("if-free", "random"):
-        params = {"quality": False, "value_audit_order": order}
-        row, res = simulate_once(prep, "quorum", "auditor", 0.3, seed=0, params=params)
+    rows, infos, routed = {}, {}, set()
+    for v in values:
+        row, res = simulate_once(prep, "quorum", "auditor", 0.3, seed=0,
+                                 params={"quality": False, key: v})  # fmt: skip
         assert row["cost"] <= row["budget_limit"] + 1e-9
         assert row["human_labels"] <= row["human_budget"]
-        rows[order] = row
-        if order == "if-free":
-            assert res.info["auditor_order"].startswith("fewest spans marked first")
+        rows[v], infos[v] = row, res.info
+        if v == values[0]:
             ann = res.annotations
             humans = set(ann.loc[ann["annotator"] == ds.task.human, "item_id"])
-            probe = set(ann.loc[ann["phase"] == "calibration", "item_id"])
-            routed = humans - probe
-            assert routed and all(int(t[1:]) % 2 == 0 for t in routed)  # the one-span items
+            routed = humans - set(ann.loc[ann["phase"] == "calibration", "item_id"])
     # the same humans, on the LLM's errors: every error the humans reach is fixed
-    assert rows["if-free"]["human_labels"] == rows["random"]["human_labels"]
-    assert rows["if-free"]["span_f1"] > rows["random"]["span_f1"] + 0.1
+    assert rows[values[0]]["human_labels"] == rows[values[1]]["human_labels"]
+    assert rows[values[0]]["span_f1"] > rows[values[1]]["span_f1"] + 0.1
+    return rows, infos, routed
+
+
+def test_auditor_humans_go_where_the_llm_marked_fewest_spans(tmp_path):
+    _, infos, routed = _auditor_runs(_marks_folder(tmp_path), "value_audit_order",
+                                     ("if-free", "random"))  # fmt: skip
+    assert infos["if-free"]["auditor_order"].startswith("fewest spans marked first")
+    assert routed and all(int(t[1:]) % 2 == 0 for t in routed)  # the one-span items
 
 
 @pytest.mark.parametrize("setting", ["dollars", "auditor"])
@@ -203,23 +209,9 @@ def test_top_type_key_puts_answers_without_the_usual_type_first():
 
 
 def test_auditor_humans_go_where_the_llm_missed_the_usual_type(tmp_path):
-    ds = _type_folder(tmp_path)
-    feats = SimpleNamespace(phi=np.zeros((ds.n_items, 2)), embeddings=None, names=None, raw=None)
-    prep = prepare(ds, {"cheap": 0.01, "dear": 0.5}, features=feats)
-    rows = {}
-    for key in ("top-type", "marks"):
-        params = {"quality": False, "value_order_key": key}
-        row, res = simulate_once(prep, "quorum", "auditor", 0.3, seed=0, params=params)
-        assert row["cost"] <= row["budget_limit"] + 1e-9
-        assert row["human_labels"] <= row["human_budget"]
-        rows[key] = row
-        if key == "top-type":  # every human past the probe on a wrong answer
-            assert res.info["auditor_order"].startswith("fewest spans marked first")
-            ann = res.annotations
-            humans = set(ann.loc[ann["annotator"] == ds.task.human, "item_id"])
-            routed = humans - set(ann.loc[ann["phase"] == "calibration", "item_id"])
-            assert routed and all(int(t[1:]) % 2 == 0 for t in routed)
-        else:  # the probe values the fewest spans first lower than random items
-            assert res.info["auditor_order"].startswith("random")
-    assert rows["top-type"]["human_labels"] == rows["marks"]["human_labels"]
-    assert rows["top-type"]["span_f1"] > rows["marks"]["span_f1"] + 0.1
+    _, infos, routed = _auditor_runs(_type_folder(tmp_path), "value_order_key",
+                                     ("top-type", "marks"))  # fmt: skip
+    assert infos["top-type"]["auditor_order"].startswith("fewest spans marked first")
+    assert routed and all(int(t[1:]) % 2 == 0 for t in routed)  # every human on a wrong answer
+    # "marks" sends them to the right answers: the probe values that order below random
+    assert infos["marks"]["auditor_order"].startswith("random")
