@@ -121,20 +121,25 @@ def test_the_probe_asks_only_the_llms_that_could_label_the_rest():
     assert probe_panel(prices, dead, 0.5, 400, 20, 0.1).tolist() == [False, False, True, False]
 
 
-def _marks_folder(tmp_path, n=200):
-    """One LLM that is wrong where it marks one span and right where it marks two."""
+def _two_answer_folder(tmp_path, gold: list, wrong_answer: list, n: int = 200):
+    """A folder of ``n`` items whose gold is ``gold``: "dear" is always right, "cheap"
+    answers ``wrong_answer`` on the even items and the gold on the odd ones."""
     text = "The forecast says rain on Monday and sun on Tuesday in the north."
     items, rows = [], []
     for i in range(n):
-        gold = [[4, 12, "Contradictory"], [30, 36, "Contradictory"]]
-        wrong = i % 2 == 0
-        ans = [[40, 44, "Contradictory"]] if wrong else gold
+        ans = wrong_answer if i % 2 == 0 else gold
         items.append({"item_id": f"i{i}", "text": text, "gold_spans": json.dumps(gold)})
         rows.append({"item_id": f"i{i}", "annotator": "cheap", "spans": json.dumps(ans)})
         rows.append({"item_id": f"i{i}", "annotator": "dear", "spans": json.dumps(gold)})
     pd.DataFrame(items).to_parquet(tmp_path / "items.parquet")
     pd.DataFrame(rows).to_parquet(tmp_path / "answers.parquet")
     return load_folder(tmp_path)
+
+
+def _marks_folder(tmp_path):
+    """One LLM that is wrong where it marks one span and right where it marks two."""
+    gold = [[4, 12, "Contradictory"], [30, 36, "Contradictory"]]
+    return _two_answer_folder(tmp_path, gold, [[40, 44, "Contradictory"]])
 
 
 def _auditor_runs(ds, key: str, values: tuple[str, str]) -> tuple[dict, dict, set]:
@@ -182,22 +187,12 @@ def test_the_probe_stops_once_the_choice_is_clear(tmp_path, setting):
     assert sizes[8] == 8 < sizes[0]
 
 
-def _type_folder(tmp_path, n=200):
+def _type_folder(tmp_path):
     """One LLM that is right where it marks one span of the humans' usual type and wrong
     where it marks two spans of another type: "marks" sends the humans to its right
     answers, "top-type" to its wrong ones."""
-    text = "The forecast says rain on Monday and sun on Tuesday in the north."
-    items, rows = [], []
-    for i in range(n):
-        gold = [[4, 12, "Contradictory"]]
-        wrong = i % 2 == 0
-        ans = [[40, 44, "Other"], [50, 56, "Other"]] if wrong else gold
-        items.append({"item_id": f"i{i}", "text": text, "gold_spans": json.dumps(gold)})
-        rows.append({"item_id": f"i{i}", "annotator": "cheap", "spans": json.dumps(ans)})
-        rows.append({"item_id": f"i{i}", "annotator": "dear", "spans": json.dumps(gold)})
-    pd.DataFrame(items).to_parquet(tmp_path / "items.parquet")
-    pd.DataFrame(rows).to_parquet(tmp_path / "answers.parquet")
-    return load_folder(tmp_path)
+    wrong = [[40, 44, "Other"], [50, 56, "Other"]]
+    return _two_answer_folder(tmp_path, [[4, 12, "Contradictory"]], wrong)
 
 
 def test_top_type_key_puts_answers_without_the_usual_type_first():
