@@ -651,3 +651,29 @@ def test_summary_lead_audit_on_recorded_summaries(shared_data_dir):
     row, res = simulate_once(prep, "quorum", "dollars", 0.3, 0, params)
     assert res.info["auditor_order"].startswith("sources whose lead stands least")
     assert res.llm_calls == T - res.human_labels and res.cost <= row["budget_limit"] + 1e-9
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("setting", ["auditor", "dollars"])
+def test_summary_central_audit_on_recorded_summaries(shared_data_dir, setting):
+    """``summary_audit="central"`` as ``quorum simulate`` runs it, on SummEval's recorded
+    summaries: Random's spend in both settings (no LLM where a human summarises) and the
+    humans on the sources whose lead is least like the rest. Mechanics only, no quality."""
+    from quorum.routing.quorum.audit.one_shot import lead_sentences
+    from quorum.simulate import prepare, simulate_once
+    from quorum.tasks.summarization import rouge1_scorer
+
+    prep = prepare("summ-summeval")
+    T = prep.dataset.n_items
+    params = {"summary_audit": "central", "quality": False}
+    row, res = simulate_once(prep, "quorum", setting, 0.3, 0, params)
+    _, rnd = simulate_once(prep, "random", setting, 0.3, 0, {})
+    assert res.info["auditor_order"].startswith("sources whose lead stands least")
+    assert res.human_labels == rnd.human_labels > 0
+    assert res.llm_calls == T - res.human_labels
+    assert res.cost == pytest.approx(rnd.cost) and res.cost <= row["budget_limit"] + 1e-9
+    texts = prep.dataset.items.set_index("item_id")["text"]
+    score = rouge1_scorer("en")
+    central = pd.Series({i: score(*lead_sentences(t, 3)) for i, t in texts.items()})
+    human = res.labels.set_index("item_id")["human"]
+    assert central[human[human].index].max() <= central[human[~human].index].min() + 1e-12

@@ -358,15 +358,15 @@ DESCRIPTIONS: dict[str, str] = {
         'equal spend in the auditor setting, docs/router.md); "central" (ours, issue 39): in '
         "both settings the sources whose lead is least like the rest first, with no LLM "
         "summary bought before the humans are placed (Random's spend; ahead of Random at "
-        'equal spend on the bench\'s summaries, docs/router.md); "calibrated": '
+        "equal spend in most cells of the bench's summaries, a point ahead in few, "
+        'docs/router.md); "calibrated": '
         "calibration items with the human and the cheapest LLM, then the likeliest errors by "
         "``auditor_rule`` (Algorithm 2), which gave the same ROUGE-1 as a random order on the "
         "bench's summaries and paid the LLM on every calibration item."
     ),
     "summary_lead_sentences": (
         'the lead read by ``summary_audit="lead"`` and ``"central"``: this many first '
-        "sentences of the source "
-        "(ours: 3, the Lead-3 baseline of news summarisation)"
+        "sentences of the source (ours: 3, the Lead-3 baseline of news summarisation)"
     ),
     "adaptive_tau": (
         "raise the escalation threshold with the money left (ours; False = the paper's fixed "
