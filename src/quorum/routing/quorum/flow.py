@@ -133,6 +133,12 @@ def dollars(run: QuorumRun, plans: Plans | None = None) -> DollarsPath:
     if small and (cheap := _live_cheapest(run)) is not None:
         report.panel_check = f"skipped: a probe of {n_probe} < probe_min items"
         return _audit_rest(run, [], cheap, plans.dollars_audit)
+    central = run.kind.graded and cfg.summary_audit == "central" and run.p.texts is not None
+    if central and not n_cal and (cheap := _live_cheapest(run)) is not None:
+        # money too short for a calibration item: the summaries' audit all the same (its
+        # order puts the LLM first where its summary should be best)
+        report.panel_check = "skipped: no calibration item affordable"
+        return _audit_rest(run, [], cheap, plans.dollars_audit)
     if not n_cal:
         order = np.zeros(0, dtype=int)
     elif strategy.probe and cfg.probe_order == "random":
@@ -175,7 +181,7 @@ def auditor(run: QuorumRun, plans: Plans | None = None) -> None:
         lead_audit(run, order.astype(int), cheap, B)
         return
     if run.kind.graded and cfg.summary_audit != "calibrated":
-        mode = "longest" if cfg.summary_audit == "longest" else "random"
+        mode = cfg.summary_audit if cfg.summary_audit in ("longest", "central") else "random"
         run.send_split(summary_order(run, order).astype(int), B, cheap, mode)
         return
     n_cal = min(round(cfg.calibration_share * B), B)

@@ -92,7 +92,7 @@ class QuorumParams(BaseModel):
     auditor_k: int = Field(10, ge=1)
     auditor_max_pairs: int = Field(2**29, ge=1)
     summary_error_quantile: float = Field(0.5, ge=0.0, le=1.0)
-    summary_audit: Literal["random", "longest", "lead", "calibrated"] = "random"
+    summary_audit: Literal["random", "longest", "lead", "central", "calibrated"] = "random"
     summary_lead_sentences: int = Field(3, ge=1)
     auditor_cost_match: bool = False
     value_audit_order: Literal["random", "fewest-marks", "by-value", "if-free"] = "if-free"
@@ -356,14 +356,19 @@ DESCRIPTIONS: dict[str, str] = {
         "its source's lead (the first ``summary_lead_sentences`` sentences) and the lead's "
         "against the rest of the source; in the dollars audit, where no summary is bought "
         "first, the sources whose lead is least like the rest (ahead of Random in every dev "
-        'cell of the bench\'s summaries, docs/router.md); "calibrated": '
+        "cell of the bench's summaries at the setting's human count, but behind Random at "
+        'equal spend in the auditor setting, docs/router.md); "central" (ours, issue 39): in '
+        "both settings the sources whose lead is least like the rest first, with no LLM "
+        "summary bought before the humans are placed (Random's spend; ahead of Random at "
+        "equal spend in most cells of the bench's summaries, a point ahead in few, "
+        'docs/router.md); "calibrated": '
         "calibration items with the human and the cheapest LLM, then the likeliest errors by "
         "``auditor_rule`` (Algorithm 2), which gave the same ROUGE-1 as a random order on the "
         "bench's summaries and paid the LLM on every calibration item."
     ),
     "summary_lead_sentences": (
-        'the lead read by ``summary_audit="lead"``: this many first sentences of the source '
-        "(ours: 3, the Lead-3 baseline of news summarisation)"
+        'the lead read by ``summary_audit="lead"`` and ``"central"``: this many first '
+        "sentences of the source (ours: 3, the Lead-3 baseline of news summarisation)"
     ),
     "adaptive_tau": (
         "raise the escalation threshold with the money left (ours; False = the paper's fixed "

@@ -14,7 +14,8 @@ Modules:
   the rest. Used where the label model is off (``audit_llm_first=False``, summaries, problems
   above ``label_model_max_items``); the audit plans are
   :mod:`~quorum.routing.quorum.audit.plans`. Summaries' orders (``summary_audit``): random,
-  the longest sources, or the summaries least like their source's lead.
+  the longest sources, the summaries least like their source's lead, or the sources
+  whose lead is least like the rest.
 - ``plans``: The audit plans: how the cheapest LLM and the humans share the items left to audit
   (auditor setting; dollars when the panel is dominated; labels, label model on).
 """

@@ -3,7 +3,8 @@ the calibration errors (Algorithm 2; the auditor ordering ``auditor_rule``), the
 the rest. Used where the label model is off (``audit_llm_first=False``, summaries,
 problems above ``label_model_max_items``); the audit plans are
 :mod:`~quorum.routing.quorum.audit.plans`. Summaries' orders (``summary_audit``): random,
-the longest sources, or the summaries least like their source's lead.
+the longest sources, the summaries least like their source's lead, or the sources
+whose lead is least like the rest.
 """
 
 from __future__ import annotations
@@ -110,10 +111,11 @@ def lead_audit(run: QuorumRun, order: np.ndarray, cheap: str, n_h: int) -> None:
 def summary_order(run: QuorumRun, order: np.ndarray) -> np.ndarray:
     """The items a summary audit gives the humans first (``summary_audit``): "longest",
     the longest sources (an LLM's summary of a long source is further from the human's,
-    docs/router.md); "lead" where no LLM summary is bought first (the dollars audit), the
-    sources whose lead stands least for the rest (:func:`lead_centrality`); "random",
-    ``order`` as it is."""
-    if run.cfg.summary_audit == "lead" and run.p.texts is not None:
+    docs/router.md); "central" (both settings), and "lead" where no LLM summary is bought
+    first (the dollars audit), the sources whose lead stands least for the rest
+    (:func:`lead_centrality`; ties in ``order``'s random order); "random", ``order`` as it
+    is."""
+    if run.cfg.summary_audit in ("lead", "central") and run.p.texts is not None:
         run.report.auditor_order = "sources whose lead stands least for the rest first"
         return order[np.argsort(lead_centrality(run, order), kind="stable")]
     if run.cfg.summary_audit == "longest" and run.p.text_lengths is not None:
@@ -163,7 +165,9 @@ def error_ranked(
 
 def one_shot_dollars(run: QuorumRun, cal: list[int], rest: np.ndarray, cheap: str) -> None:
     """Dollars: as many humans as the money leaves after the LLM on every other item,
-    on its likeliest errors (summaries: in the order of :func:`summary_order`)."""
+    on its likeliest errors (summaries: in the order of :func:`summary_order`; with
+    ``summary_audit="central"`` the LLM's items go in the reverse order, so that money too
+    short for the LLM on all of them leaves out the sources least like their lead)."""
     n_h = audit_human_count(
         run.budget.remaining,
         len(rest),
@@ -174,6 +178,10 @@ def one_shot_dollars(run: QuorumRun, cal: list[int], rest: np.ndarray, cheap: st
     judged, errs = calibration_errors(run, cal, cheap)
     if run.kind.graded and run.cfg.summary_audit != "calibrated":
         rest = summary_order(run, rest)
+        if run.cfg.summary_audit == "central" and run.p.texts is not None:
+            # the LLM's items best first: where the money cannot pay it on all of them
+            # (c_min T above the budget), the sources whose lead stands most for the rest
+            rest = np.concatenate([rest[:n_h], rest[n_h:][::-1]])
     else:
         rest = error_ranked(run, rest, judged, errs)
     # the trace keeps x_t and q_a(x_t) as in bandit routing (for the dashboard)
