@@ -110,6 +110,33 @@ def test_unparseable_only_items_get_the_label_models_vote(
     assert st["labelled"] == 40 and not st["unlabelled"] and st["labels_final"]
 
 
+def test_the_estimate_counts_the_label_models_items_as_unchecked(tmp_path, shared_data_dir):
+    """The default random checks on a run where 60% of the LLM's answers are garbage: the
+    items the label model labels after the pass were never checked, so the interval
+    leaves their scores open (its width at least their share) and they are not counted as
+    known. Before (issue 38's trial): they counted as known items scoring 0, and 276 such
+    items gave "0.047, 95% interval 0.020-0.060" for labels 0.52 right."""
+    with FakeServer(tmp_path, "--rate-garbage", "0.6", name="g") as srv:
+        data = _project(shared_data_dir, srv.api_base, "random", {}, 40)
+        cfg = load_project(write_project(tmp_path, data))
+        team = GoldTeam(cfg.queue_dir, _gold(shared_data_dir))
+        try:
+            s = annotate(cfg, quiet=True, wait=120)
+        finally:
+            team.close()
+    assert s.status == "finished" and s.labelled == 40
+    n_lm = s.filled.get("label model", 0)
+    q = s.quality
+    assert n_lm > 0 and q is not None
+    assert q["quality_high"] - q["quality_low"] >= n_lm / 40 - 1e-6
+    assert q["quality_n_known"] + q["quality_n_sampled_from"] + n_lm == 40
+    ex = export_frame(cfg)
+    truth = _gold(shared_data_dir)
+    acc = float((ex["label"].astype(str) == ex["item_id"].map(truth)).mean())
+    assert q["quality_low"] - 1e-6 <= acc <= q["quality_high"] + 1e-6
+    assert status(cfg)["quality"]["quality_high"] == q["quality_high"]
+
+
 def test_items_no_source_can_label_are_not_final_and_the_run_says_so(
     tmp_path, shared_data_dir
 ) -> None:

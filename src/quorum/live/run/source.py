@@ -99,6 +99,8 @@ class LiveSource:
         self.blocking: dict[str, str] = {}
         #: human tasks (request key -> item id) the pass asked for
         self.asked_human: dict[str, str] = {}
+        #: the checks being asked are a complete pass's (see :meth:`checking`)
+        self._settle_checks = False
         self._reported: set[tuple] = set()
         self._last: dict[tuple[str, str], str] = {}
         self._emb: dict[str, np.ndarray] = {}
@@ -168,14 +170,21 @@ class LiveSource:
         self.guard.bound(cap, keep if self.human is not None else 0.0)
 
     @contextlib.contextmanager
-    def checking(self) -> Iterator[None]:
+    def checking(self, settle: bool = True) -> Iterator[None]:
         """The calls made inside are the random quality checks: their tasks are marked
-        (``purpose`` 'check') and may use the money kept for them."""
+        (``purpose`` 'check') and may use the money kept for them. ``settle``: the checks
+        of a complete pass, so a task answered while the router held it is settled as a
+        check (:meth:`_claim`); False for the checks sent ahead of the router
+        (:func:`~quorum.live.run.target.send_checks_first`), which the router may still
+        take: a resumed run must not buy a third person for an item the run's last pass
+        gave to the router."""
         self.guard.for_checks = True
+        self._settle_checks = settle
         try:
             yield
         finally:
             self.guard.for_checks = False
+            self._settle_checks = False
 
     def annotate(self, item_id: str, annotator: str) -> Outcome:
         return self.annotate_many([(item_id, annotator)])[0]
@@ -490,6 +499,8 @@ class LiveSource:
         self.ledger.set_purpose(key, want)
         self.guard.sync()
         if want is None or task["status"] != "answered" or self.collector is None:
+            return False
+        if not self._settle_checks:
             return False
         return self.collector.recheck(key, task["item_id"])
 

@@ -347,7 +347,7 @@ def send_checks_first(
     first = [ids[int(p)] for p in checks.draw_order(ids, cfg.seed)[:n]]
     source.bound_pass(budget.limit if target is not None else None,
                       n * checks.check_price(source, human))  # fmt: skip
-    with source.checking():
+    with source.checking(settle=False):
         outs = source.annotate_many([(i, human) for i in first])
     sent = sum(o.status == "pending" and o.raw != DEFERRED for o in outs)
     if sent:
