@@ -3,10 +3,8 @@ timeouts and late answers (`humans.labels_per_item`, `humans.timeout`)."""
 
 from __future__ import annotations
 
-import csv
 import json
 import sqlite3
-import threading
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -16,6 +14,7 @@ import pytest
 
 from live_servers.fixtures import SST2_TASK, sst2_items, write_project
 from live_servers.routers import CascadeWithQuality
+from live_servers.scripted_team import FileQueueTeam, append_answers
 from quorum.live.outputs.export import export_frame
 from quorum.live.outputs.status import status
 from quorum.live.project.config import load_project
@@ -57,57 +56,22 @@ def _sql(cfg, q: str) -> pd.DataFrame:
 
 
 def _append(path: Path, rows: list[list[str]]) -> None:
-    new = not path.is_file()
-    with path.open("a", newline="") as f:
-        w = csv.writer(f)
-        if new:
-            w.writerow(["item_id", "label", "annotator"])
-        w.writerows(rows)
+    append_answers(path, rows)
 
 
-class Team:
+class Team(FileQueueTeam):
     """Three people reading pending.csv: ann and bea give the gold label, bad the other one.
     Each item is answered by whoever is next in turn and has not labelled it yet."""
 
     PEOPLE = ("ann", "bea", "bad")
 
     def __init__(self, queue: Path, gold: dict[str, str]) -> None:
-        self.queue, self.gold = queue, gold
-        self.written: list[tuple[str, str, str]] = []  # (item, person, label)
-        self.turn = 0
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        self.gold = gold
+        super().__init__(queue, self._label, self.PEOPLE)
 
     def _label(self, who: str, item: str) -> str:
         y = self.gold[item]
         return NAMES[y] if who != "bad" else NAMES["1" if y == "0" else "0"]
-
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            p = self.queue / "pending.csv"
-            if p.is_file():
-                rows = []
-                for r in pd.read_csv(p, dtype=str).to_dict("records"):
-                    done = set(json.loads(r["answered_by"])) | {
-                        w for i, w, _ in self.written if i == r["item_id"]
-                    }
-                    if len(done) >= int(r["labels_wanted"]):
-                        continue
-                    who = next(
-                        w for k in range(3)
-                        if (w := self.PEOPLE[(self.turn + k) % 3]) not in done
-                    )  # fmt: skip
-                    self.turn += 1
-                    rows.append([r["item_id"], self._label(who, r["item_id"]), who])
-                    self.written.append((r["item_id"], who, rows[-1][1]))
-                if rows:
-                    _append(self.queue / "answers.csv", rows)
-            time.sleep(0.05)
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(timeout=5)
 
 
 def test_team_of_three_two_labels_per_item(tmp_path, shared_data_dir) -> None:
