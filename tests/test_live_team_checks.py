@@ -249,10 +249,7 @@ def test_status_after_a_kill_and_the_resumed_progress_line(tmp_path, shared_data
     assert "killed" in text and "running" not in text
     before = st["labelled"]
     assert before and before > 1
-    res = subprocess.run(
-        [sys.executable, "-m", "quorum.cli.main", "annotate", str(path)],
-        env=e, cwd=str(ROOT), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    res = quorum_here("annotate", str(path))  # the resumed run, its progress on stderr
     lines = [ln for ln in res.stderr.splitlines() if ln.startswith("labelled ")]
     assert lines, res.stderr[-2000:]
     first = int(lines[0].split()[1].split("/")[0])
