@@ -55,10 +55,6 @@ def _sql(cfg, q: str) -> pd.DataFrame:
         con.close()
 
 
-def _append(path: Path, rows: list[list[str]]) -> None:
-    append_answers(path, rows)
-
-
 class Team(FileQueueTeam):
     """Three people reading pending.csv: ann and bea give the gold label, bad the other one.
     Each item is answered by whoever is next in turn and has not labelled it yet."""
@@ -158,7 +154,7 @@ def test_timeout_withdraws_replans_and_late_answers(tmp_path, shared_data_dir, c
 
     # a late answer: recorded with its person, paid once (room in the budget), used
     late = tasks["item_id"].iloc[0]
-    _append(cfg.queue_dir / "answers.csv", [[late, NAMES[gold[late]], "ann"]])
+    append_answers(cfg.queue_dir / "answers.csv", [[late, NAMES[gold[late]], "ann"]])
     s = annotate(cfg, quiet=True)
     slots = _sql(cfg, f"SELECT * FROM human_labels WHERE item_id='{late}'")
     assert sorted(slots["status"]) == ["late", "withdrawn"]
@@ -179,7 +175,7 @@ def test_timeout_withdraws_replans_and_late_answers(tmp_path, shared_data_dir, c
     write_project(tmp_path, {**data, "budget": {"limit": float(spent)}})
     cfg = load_project(tmp_path / "project.yaml")
     other = tasks["item_id"].iloc[1]
-    _append(cfg.queue_dir / "answers.csv", [[other, NAMES[gold[other]], "bea"]])
+    append_answers(cfg.queue_dir / "answers.csv", [[other, NAMES[gold[other]], "bea"]])
     annotate(cfg, quiet=True)
     slots = _sql(cfg, f"SELECT * FROM human_labels WHERE item_id='{other}'")
     assert "late-unpaid" in slots["status"].tolist()
@@ -203,7 +199,7 @@ def test_partial_labels_at_timeout_close_the_task(tmp_path, shared_data_dir, cap
     assert Decimal(status(cfg)["held_for_humans"]) == 2 * PRICE
     pend = pd.read_csv(cfg.queue_dir / "pending.csv", dtype=str)
     assert pend.loc[0, "labels_wanted"] == "2" and pend.loc[0, "answered_by"] == "[]"
-    _append(cfg.queue_dir / "answers.csv", [[item, NAMES[gold[item]], "ann"]])
+    append_answers(cfg.queue_dir / "answers.csv", [[item, NAMES[gold[item]], "ann"]])
     s = annotate(cfg, quiet=True)  # collected: one of two labels, still waiting
     assert s.status == "pending" and s.waiting_for == [item]
     pend = pd.read_csv(cfg.queue_dir / "pending.csv", dtype=str)
@@ -232,7 +228,7 @@ def test_tasks_of_an_older_ledger_become_one_slot_each(tmp_path, shared_data_dir
     gold = _gold(shared_data_dir)
     cfg = load_project(write_project(tmp_path, _project(shared_data_dir, 4)))
     (item,) = annotate(cfg, quiet=True).waiting_for
-    _append(cfg.queue_dir / "answers.csv", [[item, NAMES[gold[item]], "ann"]])
+    append_answers(cfg.queue_dir / "answers.csv", [[item, NAMES[gold[item]], "ann"]])
     annotate(cfg, quiet=True)
     before = _sql(cfg, "SELECT * FROM human_labels ORDER BY request_key")
     con = sqlite3.connect(cfg.ledger_path)
