@@ -24,7 +24,6 @@ import json
 import os
 import random
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -35,8 +34,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
-from quorum.live.labelstudio.client import LabelStudioClient  # noqa: E402
-from quorum.live.labelstudio.page import ITEM_KEY, shown  # noqa: E402
+from live_servers.scripted_team import LabelStudioPeople  # noqa: E402
+from quorum.live.labelstudio.page import shown  # noqa: E402
 from quorum.live.ledger.store import Ledger  # noqa: E402
 from quorum.tasks.pairwise import FIRST, SECOND  # noqa: E402
 
@@ -83,65 +82,21 @@ def project(out: Path, items: Path, ls_url: str, api_base: str, budget: float) -
     return p
 
 
-class People:
+def people_of(
+    server_url: str, users: list[Any], admin_token: str, gold: dict[str, str]
+) -> LabelStudioPeople:
     """Scripted people taking tasks from Label Studio's label stream (``/next``) and
     answering through its API while the run waits: right, or with their share
     :data:`WRONG` the other output (drawn per item, seeded)."""
 
-    def __init__(self, url: str, users: list[Any], admin_token: str, gold: dict[str, str]):
-        self.url, self.admin, self.gold = url, admin_token, gold
-        self.pid: int | None = None
-        self.stop = threading.Event()
-        self.given: list[tuple[str, str, str]] = []  # (item, person, answer)
-        self.threads = [threading.Thread(target=self._run, args=(u,), daemon=True)
-                        for u in users]  # fmt: skip
-        for t in self.threads:
-            t.start()
+    def answer(email: str, item: str) -> str:
+        y = gold[item]
+        if random.Random(f"{email}/{item}").random() < WRONG[email]:
+            y = SECOND if y == FIRST else FIRST
+        return shown(NAMES[y])
 
-    def _project(self) -> int | None:
-        if self.pid is None:
-            c = LabelStudioClient(self.url, self.admin, max_retries=1)
-            try:
-                res = c.request("GET", "/api/projects/", params={"title": TITLE})["results"]
-                self.pid = next((int(p["id"]) for p in res if p["title"] == TITLE), None)
-            except Exception:
-                pass
-            finally:
-                c.close()
-        return self.pid
-
-    def _run(self, user: Any) -> None:
-        c = LabelStudioClient(self.url, user.pat, max_retries=1)
-        wrong = WRONG[user.email]
-        while not self.stop.is_set():
-            if self._project() is None:
-                time.sleep(0.5)
-                continue
-            try:
-                t = c.request("GET", f"/api/projects/{self.pid}/next")
-            except Exception:  # nothing to do (404), or the server is busy
-                time.sleep(0.5)
-                continue
-            if not t or t.get("id") is None:
-                time.sleep(0.5)
-                continue
-            item = str((t.get("data") or {}).get(ITEM_KEY))
-            y = self.gold[item]
-            if random.Random(f"{user.email}/{item}").random() < wrong:
-                y = SECOND if y == FIRST else FIRST
-            r = {"from_name": "preference", "to_name": "text", "type": "choices",
-                 "value": {"choices": [shown(NAMES[y])]}}  # fmt: skip
-            try:
-                c.request("POST", f"/api/tasks/{t['id']}/annotations/", json={"result": [r]})
-                self.given.append((item, user.email, y))
-            except Exception:
-                time.sleep(0.5)
-        c.close()
-
-    def close(self) -> None:
-        self.stop.set()
-        for t in self.threads:
-            t.join(timeout=10)
+    return LabelStudioPeople(server_url, [(u.email, u.pat) for u in users], admin_token, TITLE,
+                             answer, from_name="preference")  # fmt: skip
 
 
 def served(log: Path) -> int:
@@ -166,7 +121,7 @@ def run(
     cfg = load_project(project(out, items, server.url, api_base, budget))
     os.environ[TOKEN_ENV] = server.admin.token
     served_before = served(llama_log)
-    people = People(server.url, users, server.admin.token, gold)
+    people = people_of(server.url, users, server.admin.token, gold)
     t0 = time.monotonic()
     try:
         summary = annotate(cfg, wait=wait, quiet=True)

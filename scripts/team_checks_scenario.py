@@ -14,7 +14,8 @@ coins).
     PYTHONPATH=src python scripts/team_checks_scenario.py --repo /tmp/base --out /tmp/before
 
 ``--repo`` is the checkout whose ``src`` runs ``quorum annotate`` (the code under test);
-this script itself only needs pandas and PyYAML. Per run it prints: the checks bought,
+this script itself only needs pandas, PyYAML and the scripted team of
+``tests/live_servers/scripted_team.py``. Per run it prints: the checks bought,
 the live 95 % interval and its width, whether it covers the labels' true accuracy (against
 gold), that accuracy, the cheapest LLM's accuracy alone on all items, the spend, the human
 tasks and whether the run printed the "not made" warning; then the means.
@@ -23,18 +24,19 @@ tasks and whether the run printed the "not made" warning; then the means.
 from __future__ import annotations
 
 import argparse
-import csv
 import hashlib
 import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pandas as pd
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from live_servers.scripted_team import FileQueueTeam
 
 NAMES = {"0": "negative", "1": "positive"}
 #: the people and how often each is right
@@ -87,59 +89,18 @@ def dear(text):
 '''
 
 
-class Team:
+class Team(FileQueueTeam):
     """Three people reading pending.csv and appending to answers.csv: each pending item
     that still wants labels goes to the next person in turn who has not labelled it; the
     person is right with their probability (a coin per seed, person and item)."""
 
     def __init__(self, queue: Path, gold: dict[str, str], seed: int) -> None:
-        self.queue, self.gold, self.seed = queue, gold, seed
-        self.written: list[tuple[str, str, str]] = []
-        self.turn = 0
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        self.gold, self.seed = gold, seed
+        super().__init__(queue, self.label, list(PEOPLE))
 
     def label(self, who: str, item: str) -> str:
         y = self.gold[item]
-        return y if coin("person", who, self.seed, item) < PEOPLE[who] else flip(y)
-
-    def _run(self) -> None:
-        names = list(PEOPLE)
-        while not self.stop.is_set():
-            p = self.queue / "pending.csv"
-            rows = []
-            try:
-                pending = pd.read_csv(p, dtype=str).to_dict("records") if p.is_file() else []
-            except (pd.errors.EmptyDataError, pd.errors.ParserError, OSError):
-                pending = []
-            for r in pending:
-                item = r["item_id"]
-                by = json.loads(r.get("answered_by") or "[]")
-                done = set(by) | {w for i, w, _ in self.written if i == item}
-                if len(done) >= int(r.get("labels_wanted") or 1):
-                    continue
-                free = [w for k in range(3) if (w := names[(self.turn + k) % 3]) not in done]
-                if not free:
-                    continue
-                who = free[0]
-                self.turn += 1
-                lab = self.label(who, item)
-                rows.append([item, NAMES[lab], who])
-                self.written.append((item, who, lab))
-            if rows:
-                a = self.queue / "answers.csv"
-                new = not a.is_file()
-                with a.open("a", newline="") as f:
-                    w = csv.writer(f)
-                    if new:
-                        w.writerow(["item_id", "label", "annotator"])
-                    w.writerows(rows)
-            time.sleep(0.05)
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(timeout=5)
+        return NAMES[y if coin("person", who, self.seed, item) < PEOPLE[who] else flip(y)]
 
 
 def project(

@@ -24,7 +24,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -33,8 +32,9 @@ import pandas as pd
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
+from live_servers.scripted_team import LabelStudioPeople  # noqa: E402
 from quorum.live.labelstudio.client import LabelStudioClient  # noqa: E402
 from quorum.live.labelstudio.page import ITEM_KEY, shown  # noqa: E402
 from quorum.live.labelstudio.server import LabelStudioServer, free_port  # noqa: E402
@@ -97,68 +97,21 @@ def requests_seen(log: Path) -> int:
     return sum("POST /v1/chat/completions" in line for line in log.read_text().splitlines())
 
 
-class People:
+def people_of(url: str, users: list[dict], admin: str, gold: dict[str, str]) -> LabelStudioPeople:
     """Three people taking tasks from Label Studio's label stream (``/next``) and answering
-    through the API: right with their accuracy, else the other label."""
+    through the API: right with their accuracy, else the other label, after a moment's
+    thought (one seeded random stream a person)."""
+    rngs = {u["email"]: random.Random(k) for k, u in enumerate(users)}
 
-    def __init__(self, url: str, users: list[dict], admin: str, gold: dict[str, str]) -> None:
-        self.url, self.admin, self.gold = url, admin, gold
-        self.pid: int | None = None
-        self.users = users
-        self.stop = threading.Event()
-        self.given: list[tuple[str, str, str]] = []  # (item, person, label)
-        self.lost: list[tuple[str, str, str]] = []  # submits refused (item, person, error)
-        self.threads = [threading.Thread(target=self._run, args=(u, random.Random(k)),
-                                         daemon=True) for k, u in enumerate(users)]  # fmt: skip
-        for t in self.threads:
-            t.start()
+    def answer(email: str, item: str) -> str:
+        y = gold[item]
+        lab = y if rngs[email].random() < PEOPLE[email] else ("1" if y == "0" else "0")
+        return shown(NAMES[lab])
 
-    def _project(self) -> int | None:
-        """The project's id once the first run has created it."""
-        if self.pid is None:
-            c = LabelStudioClient(self.url, self.admin, max_retries=1)
-            try:
-                res = c.request("GET", "/api/projects/")["results"]
-                self.pid = next((int(p["id"]) for p in res if p["title"] == "trial"), None)
-            except Exception:
-                pass
-            finally:
-                c.close()
-        return self.pid
-
-    def _run(self, user: dict, rng: random.Random) -> None:
-        c = LabelStudioClient(self.url, user["personal_access_token"], max_retries=1)
-        acc = PEOPLE[user["email"]]
-        while not self.stop.is_set():
-            if self._project() is None:
-                time.sleep(2.0)
-                continue
-            try:
-                t = c.request("GET", f"/api/projects/{self.pid}/next")
-            except Exception:  # nothing to do (404), or the server is busy
-                time.sleep(1.0)
-                continue
-            if not t or t.get("id") is None:
-                time.sleep(1.0)
-                continue
-            item = str((t.get("data") or {}).get(ITEM_KEY))
-            y = self.gold[item]
-            lab = y if rng.random() < acc else ("1" if y == "0" else "0")
-            time.sleep(rng.uniform(0.2, 1.0))
-            r = {"from_name": "label", "to_name": "text", "type": "choices",
-                 "value": {"choices": [shown(NAMES[lab])]}}  # fmt: skip
-            try:
-                c.request("POST", f"/api/tasks/{t['id']}/annotations/", json={"result": [r]})
-                self.given.append((item, user["email"], lab))
-            except Exception as exc:  # e.g. 404: the task was deleted while they worked
-                self.lost.append((item, user["email"], str(exc)[:200]))
-                time.sleep(0.5)
-        c.close()
-
-    def close(self) -> None:
-        self.stop.set()
-        for t in self.threads:
-            t.join(timeout=10)
+    return LabelStudioPeople(
+        url, [(u["email"], u["personal_access_token"]) for u in users], admin, "trial", answer,
+        think=lambda email: rngs[email].uniform(0.2, 1.0), idle=1.0,
+    )  # fmt: skip
 
 
 def project(
@@ -271,7 +224,7 @@ def main() -> None:
             return r
 
         # people answer from the moment the first run has created the project
-        people = People(srv.url, users, srv.admin.token, gold)
+        people = people_of(srv.url, users, srv.admin.token, gold)
         for k in args.kill_after:
             run(args.wait, k)
         for _ in range(4):

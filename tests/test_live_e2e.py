@@ -12,6 +12,7 @@ import pytest
 from live_servers.fixtures import (
     SST2_TASK,
     quorum,
+    quorum_here,
     sst2_items,
     write_project,
 )
@@ -113,10 +114,10 @@ def test_annotate_with_a_real_llm_server(tmp_path, shared_data_dir, smollm2) -> 
     res = quorum("annotate", str(proj), "--quiet", timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     assert served_since(log, before) == n_served
-    st = quorum("status", str(proj))
+    st = quorum_here("status", str(proj))
     assert st.returncode == 0 and "labelled 6/6" in st.stdout, st.stdout + st.stderr
     out = tmp_path / "labels.parquet"
-    ex = quorum("export", str(proj), "-f", "parquet", "-o", str(out))
+    ex = quorum_here("export", str(proj), "-f", "parquet", "-o", str(out))
     assert ex.returncode == 0, ex.stderr
     df = pd.read_parquet(out)
     assert len(df) == 6 and {"label", "answers", "agreement", "cost"} <= set(df.columns)

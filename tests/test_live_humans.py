@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from live_servers.fixtures import SST2_TASK, quorum, sst2_items, write_project
+from live_servers.fixtures import SST2_TASK, quorum, quorum_here, sst2_items, write_project
 from quorum.live.outputs.export import export_frame
 from quorum.live.outputs.files import export
 from quorum.live.outputs.status import status
@@ -143,7 +143,7 @@ def test_default_router_human_team_every_answer_used(tmp_path, shared_data_dir) 
     base = {"name": "team", "features": "light", "seed": 3, "task": SST2_TASK,
             "budget": {"limit": 0.9}, "human_price": 0.02}  # fmt: skip
     gold_proj, team_proj = _gold_and_team(tmp_path, shared_data_dir, base, 60)
-    res = quorum("annotate", str(gold_proj), "--quiet")
+    res = quorum_here("annotate", str(gold_proj), "--quiet")
     assert res.returncode == 0, res.stderr[-3000:]
     cfg = load_project(team_proj)
     assert cfg.method == "quorum"
@@ -167,7 +167,7 @@ def test_default_router_human_team_every_answer_used(tmp_path, shared_data_dir) 
         assert not st["labels_final"]
         # the team is back; resume and wait
         team.rounds = None
-        r2 = quorum("annotate", str(team_proj), "--wait", "60")
+        r2 = quorum_here("annotate", str(team_proj), "--wait", "60")
         assert r2.returncode == 0, r2.stderr[-3000:]
         assert "run 2: finished" in r2.stdout, r2.stdout
     finally:
@@ -185,8 +185,8 @@ def test_default_router_human_team_every_answer_used(tmp_path, shared_data_dir) 
     assert st["pending_humans"] == [] and _pending(cfg) == []
     assert st["labels_final"] and st["labelled"] == 60
     # the labels are those of the gold-on-demand run, and each answer is a label
-    a = quorum("export", str(gold_proj), "-f", "jsonl", "-o", str(tmp_path / "a.jsonl"))
-    b = quorum("export", str(team_proj), "-f", "jsonl", "-o", str(tmp_path / "b.jsonl"))
+    a = quorum_here("export", str(gold_proj), "-f", "jsonl", "-o", str(tmp_path / "a.jsonl"))
+    b = quorum_here("export", str(team_proj), "-f", "jsonl", "-o", str(tmp_path / "b.jsonl"))
     assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
     la = pd.read_json(tmp_path / "a.jsonl", lines=True, dtype=False).set_index("item_id")
     lb = pd.read_json(tmp_path / "b.jsonl", lines=True, dtype=False).set_index("item_id")
@@ -425,8 +425,8 @@ def test_money_is_exact_in_status_and_export(tmp_path, shared_data_dir) -> None:
             "budget": {"limit": 0.3}, "human_price": 0.1,
             "annotators": [{**LOCAL[0], "price": 0.1}]}  # fmt: skip
     proj = write_project(tmp_path, data)
-    assert quorum("annotate", str(proj), "--quiet").returncode == 0
-    res = quorum("status", str(proj), "--json")
+    assert quorum_here("annotate", str(proj), "--quiet").returncode == 0
+    res = quorum_here("status", str(proj), "--json")
     assert res.returncode == 0, res.stderr
     st = json.loads(res.stdout)
     con = sqlite3.connect(tmp_path / ".quorum" / "ledger.sqlite")

@@ -5,19 +5,18 @@ status and last line (issue 28 item 2)."""
 from __future__ import annotations
 
 import sqlite3
-import threading
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from live_servers.fixtures import SST2_TASK, FakeServer, quorum, sst2_items, write_project
+from live_servers.scripted_team import FileQueueTeam
 from quorum.live.outputs.export import export_frame
 from quorum.live.outputs.status import status
 from quorum.live.project.config import load_project
 from quorum.live.run.runner import annotate
-from test_live_team import NAMES, _append, _gold
+from test_live_team import NAMES, _gold
 
 pytestmark = [pytest.mark.realdata]
 
@@ -41,29 +40,11 @@ def _project(data_dir: Path, api_base: str, method: str, params: dict, n: int,
     }
 
 
-class GoldTeam:
+class GoldTeam(FileQueueTeam):
     """One person answering every task in pending.csv with its gold label."""
 
     def __init__(self, queue: Path, gold: dict[str, str]) -> None:
-        self.queue, self.gold, self.done = queue, gold, set()
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            p = self.queue / "pending.csv"
-            if p.is_file():
-                ids = [i for i in pd.read_csv(p, dtype=str)["item_id"] if i not in self.done]
-                if ids:
-                    _append(self.queue / "answers.csv",
-                            [[i, NAMES[self.gold[i]], "ann"] for i in ids])  # fmt: skip
-                    self.done.update(ids)
-            time.sleep(0.05)
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(timeout=5)
+        super().__init__(queue, lambda _who, item: NAMES[gold[item]], people=("ann",))
 
 
 @pytest.mark.parametrize(

@@ -14,10 +14,11 @@ import pandas as pd
 import pytest
 
 from live_servers.fixtures import write_project
+from live_servers.scripted_team import append_answers
 from quorum.live.outputs.export import export_frame
 from quorum.live.project.config import load_project
 from quorum.live.run.runner import annotate
-from test_live_team import NAMES, _append, _gold, _project
+from test_live_team import NAMES, _gold, _project
 
 pytestmark = [pytest.mark.realdata]
 
@@ -58,7 +59,8 @@ class SlowTeam:
                 job = self.doing[who]
                 if job is not None and now >= job[1]:
                     item = job[0]
-                    _append(self.queue / "answers.csv", [[item, NAMES[self.gold[item]], who]])
+                    row = [item, NAMES[self.gold[item]], who]
+                    append_answers(self.queue / "answers.csv", [row])
                     self.labelled[who].add(item)
                     self.doing[who] = None
                     self.answers += 1

@@ -18,7 +18,7 @@ import pytest
 
 from live_servers.fixtures import (
     SST2_TASK,
-    quorum,
+    quorum_here,
     sst2_items,
     write_project,
 )
@@ -84,7 +84,7 @@ def project(tmp_path_factory, shared_data_dir, smollm2):
     finally:
         team.close()
     assert s.status == "finished", s
-    res = quorum("status", str(path), "--json")
+    res = quorum_here("status", str(path), "--json")
     assert res.returncode == 0, res.stderr[-3000:]
     return path, json.loads(res.stdout)
 
@@ -93,7 +93,7 @@ def project(tmp_path_factory, shared_data_dir, smollm2):
 def page(project, browser, tmp_path_factory):  # noqa: F811
     path, _st = project
     out = tmp_path_factory.mktemp("page") / "report.html"
-    res = quorum("report", str(path), "-o", str(out))
+    res = quorum_here("report", str(path), "-o", str(out))
     assert res.returncode == 0 and f"wrote {out}" in res.stdout, res.stderr[-3000:]
     browser.get(out.as_uri())
     assert browser.execute_script("return document.readyState") == "complete"
@@ -167,7 +167,7 @@ def test_overview_and_money_match_status(page, project) -> None:
 def test_sources_match_the_export(page, project, tmp_path) -> None:
     path, st = project
     csv = tmp_path / "labels.csv"
-    assert quorum("export", str(path), "-f", "csv", "-o", str(csv)).returncode == 0
+    assert quorum_here("export", str(path), "-f", "csv", "-o", str(csv)).returncode == 0
     df = pd.read_csv(csv, dtype=str)
     by = df["labelled_by"].map(json.loads)
     # counted here from labelled_by, independently of quorum.live.outputs.provenance
@@ -280,9 +280,9 @@ def test_hf_export_reads_back_like_the_csv(project, tmp_path) -> None:
 
     path, st = project
     out, csv = tmp_path / "hf", tmp_path / "labels.csv"
-    res = quorum("export", str(path), "-f", "hf", "-o", str(out))
+    res = quorum_here("export", str(path), "-f", "hf", "-o", str(out))
     assert res.returncode == 0 and f"wrote {out}" in res.stdout, res.stderr[-2000:]
-    assert quorum("export", str(path), "-f", "csv", "-o", str(csv)).returncode == 0
+    assert quorum_here("export", str(path), "-f", "csv", "-o", str(csv)).returncode == 0
     df = pd.read_csv(csv, dtype=str, keep_default_na=False)
     ds = datasets.load_from_disk(str(out))
     assert len(ds) == len(df) == N_ITEMS

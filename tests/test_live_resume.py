@@ -22,7 +22,7 @@ from live_servers.fixtures import (
     SST2_TASK,
     FakeServer,
     env,
-    quorum,
+    quorum_here,
     sst2_items,
     write_project,
 )
@@ -85,7 +85,7 @@ def _inflight(folder: Path) -> int:
 
 def _labels(folder: Path, proj: Path) -> pd.DataFrame:
     out = folder / "labels.jsonl"
-    res = quorum("export", str(proj), "-f", "jsonl", "-o", str(out))
+    res = quorum_here("export", str(proj), "-f", "jsonl", "-o", str(out))
     assert res.returncode == 0, res.stderr
     df = pd.read_json(out, lines=True, dtype=False)
     return df.sort_values("item_id").reset_index(drop=True)
@@ -110,7 +110,7 @@ def _kill_and_resume(tmp_path: Path, shared_data_dir: Path, method: str, n_kills
     with FakeServer(tmp_path, *args, name="a") as sa, FakeServer(tmp_path, *args, name="b") as sb:
         # reference: one uninterrupted run
         proj_a = _project(tmp_path / "a", shared_data_dir, sa.api_base, method)
-        res = quorum("annotate", str(proj_a), "--quiet", timeout=240)
+        res = quorum_here("annotate", str(proj_a), "--quiet")
         assert res.returncode == 0, res.stderr[-3000:]
         # the same project, killed with SIGKILL at random moments while calls are in flight
         proj_b = _project(tmp_path / "b", shared_data_dir, sb.api_base, method)
@@ -134,7 +134,7 @@ def _kill_and_resume(tmp_path: Path, shared_data_dir: Path, method: str, n_kills
             # only calls that had a concurrency slot can be cut off
             assert _inflight(tmp_path / "b") <= 4
         assert kills >= min(2, n_kills), "the run finished before it could be killed"
-        res = quorum("annotate", str(proj_b), "--quiet", timeout=240)
+        res = quorum_here("annotate", str(proj_b), "--quiet")
         assert res.returncode == 0, res.stderr[-3000:]
         served_a, served_b = sa.counts(), sb.counts()
 
@@ -201,12 +201,12 @@ def test_kill_cuts_off_at_most_concurrency_calls(tmp_path, shared_data_dir) -> N
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
             per_kill.append(_inflight(tmp_path))
-        res = quorum("annotate", str(proj), "--quiet", timeout=240)
+        res = quorum_here("annotate", str(proj), "--quiet")
         assert res.returncode == 0, res.stderr[-3000:]
         served = srv.counts()
     print(f"interrupted calls per kill: {per_kill} (concurrency {conc})")
     assert all(n <= conc for n in per_kill) and sum(per_kill) >= 1
-    st = quorum("status", str(proj), "--json")
+    st = quorum_here("status", str(proj), "--json")
     assert st.returncode == 0, st.stderr
     assert json.loads(st.stdout)["interrupted_calls"] == sum(per_kill)
     calls = _calls(tmp_path)

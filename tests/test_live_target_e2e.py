@@ -30,7 +30,7 @@ from live_servers.fixtures import (
     ROOT,
     SST2_TASK,
     env,
-    quorum,
+    quorum_here,
     sst2_items,
     write_project,
 )
@@ -131,12 +131,12 @@ def test_target_reached_after_a_kill_and_resume(tmp_path, shared_data_dir, smoll
         assert first_look["low"] < 0.85 and first_look["limit"] == pytest.approx(0.75)
         tasks_then = _sql(cfg, "SELECT request_key, item_id, status, label FROM human_queue")
         paid_then = _sql(cfg, "SELECT call_id FROM calls WHERE annotator='team' AND status='ok'")
-        res = quorum("annotate", str(path), "--wait", "300", timeout=600)
+        res = quorum_here("annotate", str(path), "--wait", "300")
     finally:
         team.close()
     assert res.returncode == 0, res.stderr[-3000:]
     print(res.stdout, res.stderr[-2000:], sep="\n")
-    st = json.loads(quorum("status", str(path), "--json").stdout)
+    st = json.loads(quorum_here("status", str(path), "--json").stdout)
     t, q = st["target"], st["quality"]
     # the look made before the kill is kept; the resumed run went on at rung 2 and stopped
     assert t["steps"][0] == first_look and t["state"] == "reached" and t["reached"]
@@ -176,17 +176,17 @@ def test_target_reached_after_a_kill_and_resume(tmp_path, shared_data_dir, smoll
         checked["label"].astype(str).values == voted[checked["item_id"].astype(str)].values
     ).all()
     # one line in `quorum status`, and the report page
-    text = quorum("status", str(path)).stdout
+    text = quorum_here("status", str(path)).stdout
     assert t["message"] in text and f"from {q['quality_n_checks']} random checks" in text
     page = tmp_path / "report.html"
-    assert quorum("report", str(path), "-o", str(page)).returncode == 0
+    assert quorum_here("report", str(path), "-o", str(page)).returncode == 0
     html = page.read_text()
     assert f"{q['quality_estimate']:.3f}" in html and "reached at 90% confidence" in html
 
 
 def _export(path: Path, tmp: Path) -> Path:
     out = tmp / "labels.csv"
-    res = quorum("export", str(path), "-f", "csv", "-o", str(out))
+    res = quorum_here("export", str(path), "-f", "csv", "-o", str(out))
     assert res.returncode == 0, res.stderr[-2000:]
     return out
 
@@ -197,12 +197,12 @@ def test_target_the_budget_cannot_reach(tmp_path, shared_data_dir, smollm2) -> N
     cfg = load_project(path)
     team = Team(cfg.queue_dir, _gold(shared_data_dir))
     try:
-        res = quorum("annotate", str(path), "--wait", "300", timeout=600)
+        res = quorum_here("annotate", str(path), "--wait", "300")
     finally:
         team.close()
     assert res.returncode == 0, res.stderr[-3000:]
     print(res.stdout)
-    t = json.loads(quorum("status", str(path), "--json").stdout)["target"]
+    t = json.loads(quorum_here("status", str(path), "--json").stdout)["target"]
     assert t["state"] == "not_reached" and not t["reached"] and t["looks"] == 4
     assert t["lower_bound"] < 0.97 and t["saved"] is None
     assert "not reached within the budget 0.8" in res.stdout
@@ -211,6 +211,6 @@ def test_target_the_budget_cannot_reach(tmp_path, shared_data_dir, smollm2) -> N
         assert t["more_money"] > 0 and f"about {t['more_money']:.4g} more money" in res.stdout
     else:
         assert t["more_money"] is None and "more money alone may not reach it" in res.stdout
-    assert Decimal(json.loads(quorum("status", str(path), "--json").stdout)["spent"]) <= Decimal(
-        "0.8"
-    )
+    assert Decimal(
+        json.loads(quorum_here("status", str(path), "--json").stdout)["spent"]
+    ) <= Decimal("0.8")

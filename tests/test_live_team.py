@@ -3,10 +3,8 @@ timeouts and late answers (`humans.labels_per_item`, `humans.timeout`)."""
 
 from __future__ import annotations
 
-import csv
 import json
 import sqlite3
-import threading
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -16,6 +14,7 @@ import pytest
 
 from live_servers.fixtures import SST2_TASK, sst2_items, write_project
 from live_servers.routers import CascadeWithQuality
+from live_servers.scripted_team import FileQueueTeam, append_answers
 from quorum.live.outputs.export import export_frame
 from quorum.live.outputs.status import status
 from quorum.live.project.config import load_project
@@ -56,58 +55,19 @@ def _sql(cfg, q: str) -> pd.DataFrame:
         con.close()
 
 
-def _append(path: Path, rows: list[list[str]]) -> None:
-    new = not path.is_file()
-    with path.open("a", newline="") as f:
-        w = csv.writer(f)
-        if new:
-            w.writerow(["item_id", "label", "annotator"])
-        w.writerows(rows)
-
-
-class Team:
+class Team(FileQueueTeam):
     """Three people reading pending.csv: ann and bea give the gold label, bad the other one.
     Each item is answered by whoever is next in turn and has not labelled it yet."""
 
     PEOPLE = ("ann", "bea", "bad")
 
     def __init__(self, queue: Path, gold: dict[str, str]) -> None:
-        self.queue, self.gold = queue, gold
-        self.written: list[tuple[str, str, str]] = []  # (item, person, label)
-        self.turn = 0
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        self.gold = gold
+        super().__init__(queue, self._label, self.PEOPLE)
 
     def _label(self, who: str, item: str) -> str:
         y = self.gold[item]
         return NAMES[y] if who != "bad" else NAMES["1" if y == "0" else "0"]
-
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            p = self.queue / "pending.csv"
-            if p.is_file():
-                rows = []
-                for r in pd.read_csv(p, dtype=str).to_dict("records"):
-                    done = set(json.loads(r["answered_by"])) | {
-                        w for i, w, _ in self.written if i == r["item_id"]
-                    }
-                    if len(done) >= int(r["labels_wanted"]):
-                        continue
-                    who = next(
-                        w for k in range(3)
-                        if (w := self.PEOPLE[(self.turn + k) % 3]) not in done
-                    )  # fmt: skip
-                    self.turn += 1
-                    rows.append([r["item_id"], self._label(who, r["item_id"]), who])
-                    self.written.append((r["item_id"], who, rows[-1][1]))
-                if rows:
-                    _append(self.queue / "answers.csv", rows)
-            time.sleep(0.05)
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(timeout=5)
 
 
 def test_team_of_three_two_labels_per_item(tmp_path, shared_data_dir) -> None:
@@ -194,7 +154,7 @@ def test_timeout_withdraws_replans_and_late_answers(tmp_path, shared_data_dir, c
 
     # a late answer: recorded with its person, paid once (room in the budget), used
     late = tasks["item_id"].iloc[0]
-    _append(cfg.queue_dir / "answers.csv", [[late, NAMES[gold[late]], "ann"]])
+    append_answers(cfg.queue_dir / "answers.csv", [[late, NAMES[gold[late]], "ann"]])
     s = annotate(cfg, quiet=True)
     slots = _sql(cfg, f"SELECT * FROM human_labels WHERE item_id='{late}'")
     assert sorted(slots["status"]) == ["late", "withdrawn"]
@@ -215,7 +175,7 @@ def test_timeout_withdraws_replans_and_late_answers(tmp_path, shared_data_dir, c
     write_project(tmp_path, {**data, "budget": {"limit": float(spent)}})
     cfg = load_project(tmp_path / "project.yaml")
     other = tasks["item_id"].iloc[1]
-    _append(cfg.queue_dir / "answers.csv", [[other, NAMES[gold[other]], "bea"]])
+    append_answers(cfg.queue_dir / "answers.csv", [[other, NAMES[gold[other]], "bea"]])
     annotate(cfg, quiet=True)
     slots = _sql(cfg, f"SELECT * FROM human_labels WHERE item_id='{other}'")
     assert "late-unpaid" in slots["status"].tolist()
@@ -239,7 +199,7 @@ def test_partial_labels_at_timeout_close_the_task(tmp_path, shared_data_dir, cap
     assert Decimal(status(cfg)["held_for_humans"]) == 2 * PRICE
     pend = pd.read_csv(cfg.queue_dir / "pending.csv", dtype=str)
     assert pend.loc[0, "labels_wanted"] == "2" and pend.loc[0, "answered_by"] == "[]"
-    _append(cfg.queue_dir / "answers.csv", [[item, NAMES[gold[item]], "ann"]])
+    append_answers(cfg.queue_dir / "answers.csv", [[item, NAMES[gold[item]], "ann"]])
     s = annotate(cfg, quiet=True)  # collected: one of two labels, still waiting
     assert s.status == "pending" and s.waiting_for == [item]
     pend = pd.read_csv(cfg.queue_dir / "pending.csv", dtype=str)
@@ -268,7 +228,7 @@ def test_tasks_of_an_older_ledger_become_one_slot_each(tmp_path, shared_data_dir
     gold = _gold(shared_data_dir)
     cfg = load_project(write_project(tmp_path, _project(shared_data_dir, 4)))
     (item,) = annotate(cfg, quiet=True).waiting_for
-    _append(cfg.queue_dir / "answers.csv", [[item, NAMES[gold[item]], "ann"]])
+    append_answers(cfg.queue_dir / "answers.csv", [[item, NAMES[gold[item]], "ann"]])
     annotate(cfg, quiet=True)
     before = _sql(cfg, "SELECT * FROM human_labels ORDER BY request_key")
     con = sqlite3.connect(cfg.ledger_path)

@@ -13,22 +13,21 @@ while the run waits.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from live_servers.fixtures import ROOT, SST2_TASK, env, quorum, sst2_items, write_project
+from live_servers.fixtures import ROOT, SST2_TASK, env, quorum_here, sst2_items, write_project
 from live_servers.models import _coin, right_70
+from live_servers.scripted_team import FileQueueTeam, append_answers
 from quorum.live.humans.tasks import task_key
 from quorum.live.ledger.store import Ledger
 from quorum.live.machines.calls import Redactor
@@ -47,64 +46,20 @@ pytestmark = [pytest.mark.realdata]
 NAMES = {"0": "negative", "1": "positive"}
 
 
-class CoinTeam:
+class CoinTeam(FileQueueTeam):
     """People reading pending.csv: each pending item that still wants labels goes to the
     next person in turn who has not labelled it; ``right`` is how often each person gives
     the gold label (a fixed coin per person and item, else the other label). Records the
-    most tasks ever pending at once."""
+    most tasks ever pending at once (``most_pending``)."""
 
     def __init__(self, queue: Path, gold: dict[str, str], right: dict[str, float]) -> None:
-        self.queue, self.gold, self.right = queue, gold, right
-        self.people = list(right)
-        self.written: list[tuple[str, str, str]] = []
-        self.most_pending = 0
-        self.first_seen: float | None = None
-        self.turn = 0
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        self.gold, self.right = gold, right
+        super().__init__(queue, self._label, list(right))
 
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            p = self.queue / "pending.csv"
-            try:
-                pending = pd.read_csv(p, dtype=str).to_dict("records") if p.is_file() else []
-            except (pd.errors.EmptyDataError, pd.errors.ParserError, OSError):
-                pending = []
-            self.most_pending = max(self.most_pending, len(pending))
-            if pending and self.first_seen is None:
-                self.first_seen = time.time()
-            rows = []
-            for r in pending:
-                item = r["item_id"]
-                done = set(json.loads(r.get("answered_by") or "[]"))
-                done |= {w for i, w, _ in self.written if i == item}
-                if len(done) >= int(r.get("labels_wanted") or 1):
-                    continue
-                n = len(self.people)
-                order = [self.people[(self.turn + k) % n] for k in range(n)]
-                who = next((w for w in order if w not in done), None)
-                if who is None:
-                    continue
-                self.turn += 1
-                y = self.gold[item]
-                lab = (
-                    y
-                    if _coin("person", who, item) < self.right[who]
-                    else ("1" if y == "0" else "0")
-                )
-                rows.append(f"{item},{NAMES[lab]},{who}\n")
-                self.written.append((item, who, lab))
-            if rows:
-                a = self.queue / "answers.csv"
-                new = not a.is_file()
-                with a.open("a") as f:
-                    f.write(("item_id,label,annotator\n" if new else "") + "".join(rows))
-            time.sleep(0.05)
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(timeout=5)
+    def _label(self, who: str, item: str) -> str:
+        y = self.gold[item]
+        right = _coin("person", who, item) < self.right[who]
+        return NAMES[y if right else ("1" if y == "0" else "0")]
 
 
 def _gold(data_dir: Path, n: int) -> pd.DataFrame:
@@ -202,11 +157,7 @@ def test_checks_are_kept_bought_and_settled_by_a_third_person(
 
 
 def _answer(queue: Path, rows: list[tuple[str, str, str]]) -> None:
-    a = queue / "answers.csv"
-    new = not a.is_file()
-    with a.open("a") as f:
-        f.write(("item_id,label,annotator\n" if new else "")
-                + "".join(f"{i},{NAMES[y]},{w}\n" for i, y, w in rows))  # fmt: skip
+    append_answers(queue / "answers.csv", [[i, NAMES[y], w] for i, y, w in rows])
 
 
 def test_a_task_answered_for_the_router_that_becomes_a_check_asks_a_third_person(
@@ -356,14 +307,11 @@ def test_status_after_a_kill_and_the_resumed_progress_line(tmp_path, shared_data
         proc.wait(timeout=30)
     st = status(cfg)
     assert st["last_run"]["status"] == "killed" and "process is gone" in st["last_run"]["note"]
-    text = quorum("status", str(path)).stdout
+    text = quorum_here("status", str(path)).stdout
     assert "killed" in text and "running" not in text
     before = st["labelled"]
     assert before and before > 1
-    res = subprocess.run(
-        [sys.executable, "-m", "quorum.cli.main", "annotate", str(path)],
-        env=e, cwd=str(ROOT), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    res = quorum_here("annotate", str(path))  # the resumed run, its progress on stderr
     lines = [ln for ln in res.stderr.splitlines() if ln.startswith("labelled ")]
     assert lines, res.stderr[-2000:]
     first = int(lines[0].split()[1].split("/")[0])

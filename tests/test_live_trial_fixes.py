@@ -7,7 +7,6 @@ fault-injection OpenAI server.
 
 from __future__ import annotations
 
-import csv
 import logging
 import os
 import re
@@ -24,6 +23,7 @@ import yaml
 from typer.testing import CliRunner
 
 from live_servers.fixtures import SST2_TASK, FakeServer, env, sst2_items, write_project
+from live_servers.scripted_team import append_answers
 from quorum.cli.main import app
 from quorum.data.schema import TaskType
 from quorum.errors import ConfigError
@@ -268,15 +268,6 @@ def test_one_label_tasks_are_refused_in_every_spelling(tmp_path, task) -> None:
 
 
 # -- 9. k is a hard cap on what a task pays ---------------------------------------------------
-def _append(path: Path, rows: list[list[str]]) -> None:
-    new = not path.is_file()
-    with path.open("a", newline="") as f:
-        w = csv.writer(f)
-        if new:
-            w.writerow(["item_id", "label", "annotator"])
-        w.writerows(rows)
-
-
 @pytest.mark.realdata
 def test_a_label_beyond_k_is_recorded_not_paid(tmp_path, shared_data_dir, caplog) -> None:
     """Three people answer a task that wants two (a web queue can hand it out once too
@@ -296,7 +287,9 @@ def test_a_label_beyond_k_is_recorded_not_paid(tmp_path, shared_data_dir, caplog
     assert s.status == "pending"
     item = _sql(cfg, "SELECT item_id FROM human_queue")["item_id"].iloc[0]
     y = NAMES[gold[item]]
-    _append(cfg.queue_dir / "answers.csv", [[item, y, "ann"], [item, y, "bea"], [item, y, "cat"]])
+    append_answers(
+        cfg.queue_dir / "answers.csv", [[item, y, "ann"], [item, y, "bea"], [item, y, "cat"]]
+    )
     annotate(cfg, quiet=True)
     slots = _sql(cfg, f"SELECT * FROM human_labels WHERE item_id='{item}' ORDER BY slot")
     assert slots["person"].tolist() == ["ann", "bea", "cat"]
@@ -332,7 +325,7 @@ def test_reliability_says_how_much_evidence_it_has(tmp_path, shared_data_dir) ->
                 break
             asked = set(_sql(cfg, "SELECT item_id FROM human_queue")["item_id"]) - done
             rows = [[i, NAMES[gold[i]], p] for i in sorted(asked) for p in ("ann", "bob")]
-            _append(cfg.queue_dir / "answers.csv", rows)
+            append_answers(cfg.queue_dir / "answers.csv", rows)
             done |= asked
         return status(cfg)["human_evidence"]
 

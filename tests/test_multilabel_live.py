@@ -4,17 +4,15 @@ every item labelled, the budget kept, the export read back by `datasets`."""
 
 from __future__ import annotations
 
-import csv
 import json
 import sqlite3
-import threading
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from live_servers.fixtures import write_project
+from live_servers.scripted_team import FileQueueTeam
 from quorum.live.machines.output import OutputConstraint
 from quorum.live.machines.prompts import PromptBuilder, PromptTemplate
 from quorum.live.project.config import load_project
@@ -74,51 +72,18 @@ def _items(data_dir: Path, folder: Path, n: int) -> tuple[Path, dict[str, list[s
     return out, gold
 
 
-class Team:
+class Team(FileQueueTeam):
     """ann and bea answer the gold set, bad always the set {purity}; two different people
     per item (as pending.csv asks), each in turn; the answers go to answers.csv as a;b."""
 
     PEOPLE = ("ann", "bea", "bad")
 
     def __init__(self, queue: Path, gold: dict[str, list[str]]) -> None:
-        self.queue, self.gold = queue, gold
-        self.written: list[tuple[str, str, str]] = []
-        self.turn = 0
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        self.gold = gold
+        super().__init__(queue, self._label, self.PEOPLE)
 
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            p = self.queue / "pending.csv"
-            if p.is_file():
-                rows = []
-                for r in pd.read_csv(p, dtype=str).to_dict("records"):
-                    done = set(json.loads(r["answered_by"])) | {
-                        w for i, w, _ in self.written if i == r["item_id"]
-                    }
-                    if len(done) >= int(r["labels_wanted"]):
-                        continue
-                    who = next(
-                        w for k in range(3)
-                        if (w := self.PEOPLE[(self.turn + k) % 3]) not in done
-                    )  # fmt: skip
-                    self.turn += 1
-                    lab = "purity" if who == "bad" else ";".join(self.gold[r["item_id"]])
-                    rows.append([r["item_id"], lab, who])
-                    self.written.append((r["item_id"], who, lab))
-                if rows:
-                    new = not (self.queue / "answers.csv").is_file()
-                    with (self.queue / "answers.csv").open("a", newline="") as f:
-                        w = csv.writer(f)
-                        if new:
-                            w.writerow(["item_id", "label", "annotator"])
-                        w.writerows(rows)
-            time.sleep(0.05)
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(timeout=5)
+    def _label(self, who: str, item: str) -> str:
+        return "purity" if who == "bad" else ";".join(self.gold[item])
 
 
 @pytest.mark.slow

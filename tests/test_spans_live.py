@@ -9,10 +9,8 @@ unknown types, overlapping spans, a 1 MB text. Synthetic texts: mechanics only."
 
 from __future__ import annotations
 
-import csv
 import json
 import sqlite3
-import threading
 import time
 from pathlib import Path
 
@@ -22,6 +20,7 @@ import yaml
 
 from live_servers.fixtures import write_project
 from live_servers.models import SPAN_WORDS
+from live_servers.scripted_team import FileQueueTeam
 from quorum.errors import DataValidationError
 from quorum.live.humans.reliability import GradedVote, Reliability, estimate_graded
 from quorum.live.machines.output import OutputConstraint
@@ -223,7 +222,7 @@ def _gold(text: str) -> str:
     return encode_spans(spans)
 
 
-class SpanTeam:
+class SpanTeam(FileQueueTeam):
     """ann and bea answer the gold spans (bea also an overlapping span inside her first
     one), bad marks the first word as a Day; two different people per item, in turn.
     Records the pending.csv columns it saw."""
@@ -231,13 +230,8 @@ class SpanTeam:
     PEOPLE = ("ann", "bea", "bad")
 
     def __init__(self, queue: Path, texts: dict[str, str]) -> None:
-        self.queue, self.texts = queue, texts
-        self.written: list[tuple[str, str, str]] = []
-        self.columns: set[str] = set()
-        self.turn = 0
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        self.texts = texts
+        super().__init__(queue, self.answer, self.PEOPLE)
 
     def answer(self, who: str, item: str) -> str:
         text = self.texts[item]
@@ -248,39 +242,6 @@ class SpanTeam:
             s = spans[0]
             spans.append({"start": s["start"] + 1, "end": s["end"], "label": s["label"]})
         return json.dumps(spans)
-
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            p = self.queue / "pending.csv"
-            if p.is_file():
-                rows = []
-                df = pd.read_csv(p, dtype=str, keep_default_na=False)
-                self.columns |= set(df.columns)
-                for r in df.to_dict("records"):
-                    done = set(json.loads(r["answered_by"])) | {
-                        w for i, w, _ in self.written if i == r["item_id"]
-                    }
-                    if len(done) >= int(r["labels_wanted"]):
-                        continue
-                    who = next(
-                        w for k in range(3)
-                        if (w := self.PEOPLE[(self.turn + k) % 3]) not in done
-                    )  # fmt: skip
-                    self.turn += 1
-                    rows.append([r["item_id"], self.answer(who, r["item_id"]), who])
-                    self.written.append((r["item_id"], who, rows[-1][1]))
-                if rows:
-                    new = not (self.queue / "answers.csv").is_file()
-                    with (self.queue / "answers.csv").open("a", newline="") as f:
-                        w = csv.writer(f)
-                        if new:
-                            w.writerow(["item_id", "label", "annotator"])
-                        w.writerows(rows)
-            time.sleep(0.05)
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(timeout=5)
 
 
 def _run_project(tmp_path: Path, n: int = 12, **budget) -> tuple:
