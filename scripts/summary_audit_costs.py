@@ -16,7 +16,9 @@ Two readings:
     - ``half``: half of the humans on the least central sources without the LLM, the LLM on
       the others, the other half of the humans on the lowest mean rank among them;
     - ``central``: the humans on the least central sources, the LLM on the others
-      (``summary_audit="central"``; dollars: the LLM's items most central first).
+      (``summary_audit="central"``; dollars: the LLM's items most central first);
+    - ``focused``: the same on the least focused sources (``summary_audit="focused"``,
+      :func:`quorum.routing.quorum.audit.source_focus.source_focus`).
 
     In the auditor setting the human count is B = round(b T) and the spend what each order
     buys; in dollars the money b T c_H, as many humans as it leaves.
@@ -45,9 +47,10 @@ SETTINGS = ("auditor", "dollars")
 
 
 def item_signals(name: str) -> dict:
-    """The cheapest LLM's per-item ROUGE-1 and the two lead signals of ``name``."""
+    """The cheapest LLM's per-item ROUGE-1, the two lead signals and the focus of
+    ``name``."""
     from quorum.data.loaders import load_dataset
-    from quorum.routing.quorum.audit.one_shot import lead_sentences
+    from quorum.routing.quorum.audit.source_focus import lead_sentences, source_focus
     from quorum.simulate import select_task
     from quorum.tasks.summarization import rouge1_scorer
 
@@ -73,6 +76,7 @@ def item_signals(name: str) -> dict:
         "y": y,
         "overlap": overlap,
         "central": central,
+        "focused": source_focus(df["text"].tolist(), 3, score),
         "c_l": cheap.price,
         "c_h": task.human_spec.price,
     }
@@ -87,9 +91,10 @@ def _order_value(sig: dict, order: str, setting: str, b: float) -> float:
     """QUORUM's order minus Random at the same spend, in ROUGE-1 points."""
     y, c_l, c_h = sig["y"], sig["c_l"], sig["c_h"]
     T = len(y)
-    src = np.argsort(sig["central"], kind="stable")  # least central first
+    # least central (focused) first
+    src = np.argsort(sig["focused" if order == "focused" else "central"], kind="stable")
     both = rankdata(sig["overlap"]) + rankdata(sig["central"])
-    skip = {"bought-first": 0.0, "half": 0.5, "central": 1.0}[order]
+    skip = {"bought-first": 0.0, "half": 0.5, "central": 1.0, "focused": 1.0}[order]
     if setting == "auditor":
         n = round(b * T)
         k = round(skip * n)
@@ -119,11 +124,12 @@ def replay(names: list[str]) -> None:
     for name in names:
         sig = item_signals(name)
         rho = spearmanr(sig["central"], sig["y"]).correlation
+        rho_f = spearmanr(sig["focused"], sig["y"]).correlation
         print(
             f"== {name}: T={len(sig['y'])}, cheapest LLM's ROUGE-1 {sig['y'].mean():.3f}, "
-            f"rho(centrality, ROUGE-1) = {rho:+.2f}"
+            f"rho(centrality, ROUGE-1) = {rho:+.2f}, rho(focus, ROUGE-1) = {rho_f:+.2f}"
         )
-        for order in ("bought-first", "half", "central"):
+        for order in ("bought-first", "half", "central", "focused"):
             cells = [_order_value(sig, order, st, b) for st in SETTINGS for b in BUDGETS]
             aud = " / ".join(f"{v:+.2f}" for v in cells[:3])
             dol = " / ".join(f"{v:+.2f}" for v in cells[3:])

@@ -557,12 +557,21 @@ def test_summaries_audit_by_the_sources_lead(setting):
     assert plain.llm_calls == ds.n_items - n_h
 
 
+_FREE_ORDER_REPORT = {
+    "central": "sources whose lead stands least",
+    "focused": "least focused sources first",
+}
+
+
+@pytest.mark.parametrize("mode", ["central", "focused"])
 @pytest.mark.parametrize("setting", ["auditor", "dollars"])
-def test_summaries_audit_the_sources_whose_lead_stands_least_for_the_rest(setting):
-    """summary_audit="central": in both settings the humans go to the sources whose first
-    three sentences are least like the rest, and no LLM is asked where a human summarises
-    (Random's spend: n_h c_H + (T - n_h) c_min). Planted: ``far`` items, whose lead shares
-    no word with the rest of the source."""
+def test_summaries_audit_the_sources_whose_lead_stands_least_for_the_rest(setting, mode):
+    """summary_audit="central" / "focused": in both settings the humans go to the sources
+    whose first three sentences are least like the rest (for "focused" also: whose lead
+    misses the salient words, which are spread over few sentences, repeat little and are
+    seldom names), and no LLM is asked where a human summarises (Random's spend: n_h c_H +
+    (T - n_h) c_min). Planted: ``far`` items, whose lead shares no word with the rest of
+    the source and whose words each occur once."""
     from baselines_fakes import auditor_budget, source_of
     from baselines_fakes import make_problem as make_fake_problem
 
@@ -586,23 +595,23 @@ def test_summaries_audit_the_sources_whose_lead_stands_least_for_the_rest(settin
         return router.route(prob, src, budget, seed=seed), budget
 
     for seed in (0, 1):
-        res, budget = route(seed, summary_audit="central")
+        res, budget = route(seed, summary_audit=mode)
         humans = set(res.labels.loc[res.labels["human"], "item_id"])
         assert humans == far and res.human_labels == n_h
-        assert res.info["auditor_order"].startswith("sources whose lead stands least")
+        assert res.info["auditor_order"].startswith(_FREE_ORDER_REPORT[mode])
         assert res.llm_calls == ds.n_items - n_h
         assert res.cost == pytest.approx(n_h * 0.1 + (ds.n_items - n_h) * 0.01)
         assert res.cost <= budget.limit + 1e-9
         humans_rows = res.annotations[res.annotations["annotator"] == "gold"]
         assert set(humans_rows["item_id"]) == far
     if setting == "dollars":  # money for the LLM on half the items: the central ones first
-        router, src = QuorumRouter(summary_audit="central"), source_of(ds, True)
+        router, src = QuorumRouter(summary_audit=mode), source_of(ds, True)
         short = router.route(prob, src, Budget(ds.n_items * 0.01 / 2), seed=0)
         assert short.human_labels == 0 and short.llm_calls == ds.n_items // 2
         assert not far & set(short.annotations["item_id"])
     # without the texts (a problem built by hand) the order stays random
     prob.texts = None
-    plain, _ = route(summary_audit="central")
+    plain, _ = route(summary_audit=mode)
     assert plain.info["auditor_order"] == "random (summary_audit)"
     assert set(plain.labels.loc[plain.labels["human"], "item_id"]) != far
 
@@ -654,26 +663,31 @@ def test_summary_lead_audit_on_recorded_summaries(shared_data_dir):
 
 
 @pytest.mark.realdata
+@pytest.mark.parametrize("mode", ["central", "focused"])
 @pytest.mark.parametrize("setting", ["auditor", "dollars"])
-def test_summary_central_audit_on_recorded_summaries(shared_data_dir, setting):
-    """``summary_audit="central"`` as ``quorum simulate`` runs it, on SummEval's recorded
-    summaries: Random's spend in both settings (no LLM where a human summarises) and the
-    humans on the sources whose lead is least like the rest. Mechanics only, no quality."""
-    from quorum.routing.quorum.audit.one_shot import lead_sentences
+def test_summary_central_audit_on_recorded_summaries(shared_data_dir, setting, mode):
+    """``summary_audit="central"`` / ``"focused"`` as ``quorum simulate`` runs it, on
+    SummEval's recorded summaries: Random's spend in both settings (no LLM where a human
+    summarises) and the humans on the sources whose lead is least like the rest (the
+    least focused ones). Mechanics only, no quality."""
+    from quorum.routing.quorum.audit.source_focus import lead_sentences, source_focus
     from quorum.simulate import prepare, simulate_once
     from quorum.tasks.summarization import rouge1_scorer
 
     prep = prepare("summ-summeval")
     T = prep.dataset.n_items
-    params = {"summary_audit": "central", "quality": False}
+    params = {"summary_audit": mode, "quality": False}
     row, res = simulate_once(prep, "quorum", setting, 0.3, 0, params)
     _, rnd = simulate_once(prep, "random", setting, 0.3, 0, {})
-    assert res.info["auditor_order"].startswith("sources whose lead stands least")
+    assert res.info["auditor_order"].startswith(_FREE_ORDER_REPORT[mode])
     assert res.human_labels == rnd.human_labels > 0
     assert res.llm_calls == T - res.human_labels
     assert res.cost == pytest.approx(rnd.cost) and res.cost <= row["budget_limit"] + 1e-9
     texts = prep.dataset.items.set_index("item_id")["text"]
     score = rouge1_scorer("en")
-    central = pd.Series({i: score(*lead_sentences(t, 3)) for i, t in texts.items()})
+    if mode == "central":
+        order = pd.Series({i: score(*lead_sentences(t, 3)) for i, t in texts.items()})
+    else:
+        order = pd.Series(source_focus(texts.tolist(), 3, score), index=texts.index)
     human = res.labels.set_index("item_id")["human"]
-    assert central[human[human].index].max() <= central[human[~human].index].min() + 1e-12
+    assert order[human[human].index].max() <= order[human[~human].index].min() + 1e-12

@@ -32,6 +32,7 @@ import numpy as np
 
 from quorum.routing.quorum.audit.by_value import probe_panel, probe_worth_more, value_audit
 from quorum.routing.quorum.audit.one_shot import (
+    FREE_SUMMARY_ORDERS,
     calibration_errors,
     lead_audit,
     one_shot_auditor,
@@ -133,7 +134,9 @@ def dollars(run: QuorumRun, plans: Plans | None = None) -> DollarsPath:
     if small and (cheap := _live_cheapest(run)) is not None:
         report.panel_check = f"skipped: a probe of {n_probe} < probe_min items"
         return _audit_rest(run, [], cheap, plans.dollars_audit)
-    central = run.kind.graded and cfg.summary_audit == "central" and run.p.texts is not None
+    central = (
+        run.kind.graded and cfg.summary_audit in FREE_SUMMARY_ORDERS and run.p.texts is not None
+    )
     if central and not n_cal and (cheap := _live_cheapest(run)) is not None:
         # money too short for a calibration item: the summaries' audit all the same (its
         # order puts the LLM first where its summary should be best)
@@ -181,7 +184,8 @@ def auditor(run: QuorumRun, plans: Plans | None = None) -> None:
         lead_audit(run, order.astype(int), cheap, B)
         return
     if run.kind.graded and cfg.summary_audit != "calibrated":
-        mode = cfg.summary_audit if cfg.summary_audit in ("longest", "central") else "random"
+        free = ("longest", *FREE_SUMMARY_ORDERS)
+        mode = cfg.summary_audit if cfg.summary_audit in free else "random"
         run.send_split(summary_order(run, order).astype(int), B, cheap, mode)
         return
     n_cal = min(round(cfg.calibration_share * B), B)

@@ -92,7 +92,9 @@ class QuorumParams(BaseModel):
     auditor_k: int = Field(10, ge=1)
     auditor_max_pairs: int = Field(2**29, ge=1)
     summary_error_quantile: float = Field(0.5, ge=0.0, le=1.0)
-    summary_audit: Literal["random", "longest", "lead", "central", "calibrated"] = "random"
+    summary_audit: Literal["random", "longest", "lead", "central", "focused", "calibrated"] = (
+        "random"
+    )
     summary_lead_sentences: int = Field(3, ge=1)
     auditor_cost_match: bool = False
     value_audit_order: Literal["random", "fewest-marks", "by-value", "if-free"] = "if-free"
@@ -361,13 +363,17 @@ DESCRIPTIONS: dict[str, str] = {
         "both settings the sources whose lead is least like the rest first, with no LLM "
         "summary bought before the humans are placed (Random's spend; ahead of Random at "
         "equal spend in most cells of the bench's summaries, a point ahead in few, "
-        'docs/router.md); "calibrated": '
+        'docs/router.md); "focused" (ours, issue 39): as "central", with the humans on the '
+        "sources lowest on the sum of five text-only signals' ranks (the lead's centrality, "
+        "the lead's coverage of the source's most frequent content words, their spread over "
+        "its sentences, repeated words, capitalised words; "
+        'quorum.routing.quorum.audit.source_focus, docs/router.md); "calibrated": '
         "calibration items with the human and the cheapest LLM, then the likeliest errors by "
         "``auditor_rule`` (Algorithm 2), which gave the same ROUGE-1 as a random order on the "
         "bench's summaries and paid the LLM on every calibration item."
     ),
     "summary_lead_sentences": (
-        'the lead read by ``summary_audit="lead"`` and ``"central"``: this many first '
+        'the lead read by ``summary_audit="lead"``, ``"central"`` and ``"focused"``: this many '
         "sentences of the source (ours: 3, the Lead-3 baseline of news summarisation)"
     ),
     "adaptive_tau": (

@@ -14,8 +14,11 @@ Modules:
   the rest. Used where the label model is off (``audit_llm_first=False``, summaries, problems
   above ``label_model_max_items``); the audit plans are
   :mod:`~quorum.routing.quorum.audit.plans`. Summaries' orders (``summary_audit``): random,
-  the longest sources, the summaries least like their source's lead, or the sources
-  whose lead is least like the rest.
+  the longest sources, the summaries least like their source's lead, the sources whose
+  lead is least like the rest, or the least focused sources.
 - ``plans``: The audit plans: how the cheapest LLM and the humans share the items left to audit
   (auditor setting; dollars when the panel is dominated; labels, label model on).
+- ``source_focus``: Source focus (ours, issue 39): how closely a cheap LLM's summary of a
+  source should follow a human's, read from the source text alone, before any call
+  (``summary_audit="focused"``).
 """

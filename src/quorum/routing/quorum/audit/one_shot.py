@@ -3,13 +3,12 @@ the calibration errors (Algorithm 2; the auditor ordering ``auditor_rule``), the
 the rest. Used where the label model is off (``audit_llm_first=False``, summaries,
 problems above ``label_model_max_items``); the audit plans are
 :mod:`~quorum.routing.quorum.audit.plans`. Summaries' orders (``summary_audit``): random,
-the longest sources, the summaries least like their source's lead, or the sources
-whose lead is least like the rest.
+the longest sources, the summaries least like their source's lead, the sources
+whose lead is least like the rest, or the least focused sources
+(:mod:`~quorum.routing.quorum.audit.source_focus`).
 """
 
 from __future__ import annotations
-
-import re
 
 import numpy as np
 from scipy.stats import rankdata
@@ -21,9 +20,11 @@ from quorum.routing.quorum.audit.auditing import (
     cost_match_give_up,
     error_order,
 )
+from quorum.routing.quorum.audit.source_focus import lead_sentences, source_focus
 from quorum.routing.quorum.run import QuorumRun
 
 __all__ = [
+    "FREE_SUMMARY_ORDERS",
     "calibration_errors",
     "error_ranked",
     "lead_audit",
@@ -37,6 +38,11 @@ __all__ = [
 ]
 
 
+#: summary audits whose order is known before any call and that ask no LLM where a human
+#: summarises (Random's spend in both settings)
+FREE_SUMMARY_ORDERS = ("central", "focused")
+
+
 def longest_first(order: np.ndarray, lengths: np.ndarray | None) -> np.ndarray:
     """``order`` with the longest texts first (ties keep ``order``'s random order); as
     given when the lengths are unknown.
@@ -47,20 +53,6 @@ def longest_first(order: np.ndarray, lengths: np.ndarray | None) -> np.ndarray:
     if lengths is None:
         return order
     return order[np.argsort(-np.asarray(lengths)[order], kind="stable")]
-
-
-#: a sentence ends at . ! ? followed by white space, or at a full-width 。！？
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
-
-
-def lead_sentences(text: str, n: int) -> tuple[str, str]:
-    """``text``'s first ``n`` sentences and the rest (all of it and "" when it has fewer).
-
-    >>> lead_sentences("One. Two! Three? Four.", 2)
-    ('One. Two!', 'Three? Four.')
-    """
-    parts = _SENTENCE_END.split(text.strip(), maxsplit=n)
-    return " ".join(parts[:n]), " ".join(parts[n:])
 
 
 def lead_centrality(run: QuorumRun, items: np.ndarray) -> np.ndarray:
@@ -113,8 +105,15 @@ def summary_order(run: QuorumRun, order: np.ndarray) -> np.ndarray:
     the longest sources (an LLM's summary of a long source is further from the human's,
     docs/router.md); "central" (both settings), and "lead" where no LLM summary is bought
     first (the dollars audit), the sources whose lead stands least for the rest
-    (:func:`lead_centrality`; ties in ``order``'s random order); "random", ``order`` as it
-    is."""
+    (:func:`lead_centrality`; ties in ``order``'s random order); "focused" (both settings),
+    the least focused sources (:func:`~quorum.routing.quorum.audit.source_focus.source_focus`;
+    ties in ``order``'s random order); "random", ``order`` as it is."""
+    if run.cfg.summary_audit == "focused" and run.p.texts is not None:
+        run.report.auditor_order = "least focused sources first (summary_audit)"
+        texts = [run.p.texts[int(t)] for t in order]
+        score = run.kind.scorer(run.p.task.language)
+        focus = source_focus(texts, run.cfg.summary_lead_sentences, score)
+        return order[np.argsort(focus, kind="stable")]
     if run.cfg.summary_audit in ("lead", "central") and run.p.texts is not None:
         run.report.auditor_order = "sources whose lead stands least for the rest first"
         return order[np.argsort(lead_centrality(run, order), kind="stable")]
@@ -166,8 +165,9 @@ def error_ranked(
 def one_shot_dollars(run: QuorumRun, cal: list[int], rest: np.ndarray, cheap: str) -> None:
     """Dollars: as many humans as the money leaves after the LLM on every other item,
     on its likeliest errors (summaries: in the order of :func:`summary_order`; with
-    ``summary_audit="central"`` the LLM's items go in the reverse order, so that money too
-    short for the LLM on all of them leaves out the sources least like their lead)."""
+    ``summary_audit="central"`` or ``"focused"`` the LLM's items go in the reverse order,
+    so that money too short for the LLM on all of them leaves out the sources that come
+    first for the humans)."""
     n_h = audit_human_count(
         run.budget.remaining,
         len(rest),
@@ -178,9 +178,10 @@ def one_shot_dollars(run: QuorumRun, cal: list[int], rest: np.ndarray, cheap: st
     judged, errs = calibration_errors(run, cal, cheap)
     if run.kind.graded and run.cfg.summary_audit != "calibrated":
         rest = summary_order(run, rest)
-        if run.cfg.summary_audit == "central" and run.p.texts is not None:
+        if run.cfg.summary_audit in FREE_SUMMARY_ORDERS and run.p.texts is not None:
             # the LLM's items best first: where the money cannot pay it on all of them
             # (c_min T above the budget), the sources whose lead stands most for the rest
+            # (the most focused ones)
             rest = np.concatenate([rest[:n_h], rest[n_h:][::-1]])
     else:
         rest = error_ranked(run, rest, judged, errs)
