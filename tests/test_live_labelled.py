@@ -47,6 +47,20 @@ class GoldTeam(FileQueueTeam):
         super().__init__(queue, lambda _who, item: NAMES[gold[item]], people=("ann",))
 
 
+def _garbage_run(tmp_path, data_dir: Path, method: str, params: dict, **budget):
+    """40 SST-2 items, one LLM whose answers are 60% garbage, one person answering every
+    task with its gold label while the run waits; ``budget`` keys added to the project's."""
+    with FakeServer(tmp_path, "--rate-garbage", "0.6", name="g") as srv:
+        data = _project(data_dir, srv.api_base, method, params, 40)
+        data["budget"].update(budget)
+        cfg = load_project(write_project(tmp_path, data))
+        team = GoldTeam(cfg.queue_dir, _gold(data_dir))
+        try:
+            return cfg, annotate(cfg, quiet=True, wait=120)
+        finally:
+            team.close()
+
+
 @pytest.mark.parametrize(
     ("method", "params", "falls_back"),
     [("quorum", {"dollars_strategy": "bandit"}, True), ("quorum", {}, False), ("random", {}, True)],
@@ -59,17 +73,9 @@ def test_unparseable_only_items_get_the_label_models_vote(
     with no usable answer from the label model, and the budget rule holds. (QUORUM's audit
     path labels them with its own label model; the bandit path and random left them
     unlabelled before issue 27.)"""
-    with FakeServer(tmp_path, "--rate-garbage", "0.6", name="g") as srv:
-        data = _project(shared_data_dir, srv.api_base, method, params, 40)
-        # no random quality checks (on by default): they would give some of the items with
-        # no usable LLM answer a human label, and these are the items this test is about
-        data["budget"]["quality_checks"] = 0
-        cfg = load_project(write_project(tmp_path, data))
-        team = GoldTeam(cfg.queue_dir, _gold(shared_data_dir))
-        try:
-            s = annotate(cfg, quiet=True, wait=120)
-        finally:
-            team.close()
+    # no random quality checks (on by default): they would give some of the items with
+    # no usable LLM answer a human label, and these are the items this test is about
+    cfg, s = _garbage_run(tmp_path, shared_data_dir, method, params, quality_checks=0)
     assert s.status == "finished", s.unlabelled
     assert s.labelled == 40 and not s.unlabelled
     df = export_frame(cfg)
@@ -97,14 +103,7 @@ def test_the_estimate_counts_the_label_models_items_as_unchecked(tmp_path, share
     leaves their scores open (its width at least their share) and they are not counted as
     known. Before (issue 38's trial): they counted as known items scoring 0, and 276 such
     items gave "0.047, 95% interval 0.020-0.060" for labels 0.52 right."""
-    with FakeServer(tmp_path, "--rate-garbage", "0.6", name="g") as srv:
-        data = _project(shared_data_dir, srv.api_base, "random", {}, 40)
-        cfg = load_project(write_project(tmp_path, data))
-        team = GoldTeam(cfg.queue_dir, _gold(shared_data_dir))
-        try:
-            s = annotate(cfg, quiet=True, wait=120)
-        finally:
-            team.close()
+    cfg, s = _garbage_run(tmp_path, shared_data_dir, "random", {})
     assert s.status == "finished" and s.labelled == 40
     n_lm = s.filled.get("label model", 0)
     q = s.quality

@@ -501,6 +501,19 @@ def test_summaries_audit_the_longest_sources_first(setting):
     assert route(summary_audit="longest").info["auditor_order"] == "random (summary_audit)"
 
 
+def _route_summaries(ds, prob, setting: str, n_h: int, seed: int = 0, **params):
+    """QUORUM on the planted summaries: the auditor setting at ``n_h`` humans, or dollars
+    with the money for ``n_h`` humans (c_H = 0.1) and the LLM (0.01) on the rest."""
+    from baselines_fakes import auditor_budget, source_of
+
+    router, src = QuorumRouter(**params), source_of(ds, True)
+    if setting == "auditor":
+        budget = auditor_budget(prob, router, src, n_h)
+    else:
+        budget = Budget(n_h * 0.1 + (ds.n_items - n_h) * 0.01)
+    return router.route(prob, src, budget, seed=seed), budget
+
+
 @pytest.mark.parametrize("setting", ["auditor", "dollars"])
 def test_summaries_audit_by_the_sources_lead(setting):
     """summary_audit="lead": in the auditor setting the cheapest LLM summarises every item,
@@ -509,7 +522,6 @@ def test_summaries_audit_by_the_sources_lead(setting):
     the rest of them (in the auditor setting too, here equal). Planted: ``far`` items,
     whose lead shares no word with the LLM's summary (auditor) or with the rest of the
     source (dollars)."""
-    from baselines_fakes import auditor_budget, source_of
     from baselines_fakes import make_problem as make_fake_problem
 
     ds, n_h = _summaries(), 30
@@ -529,12 +541,7 @@ def test_summaries_audit_by_the_sources_lead(setting):
     prob.texts = texts
 
     def route(seed: int = 0, **params):
-        router, src = QuorumRouter(**params), source_of(ds, True)
-        if setting == "auditor":
-            budget = auditor_budget(prob, router, src, n_h)
-        else:
-            budget = Budget(n_h * 0.1 + (ds.n_items - n_h) * 0.01)
-        return router.route(prob, src, budget, seed=seed), budget
+        return _route_summaries(ds, prob, setting, n_h, seed, **params)
 
     res, budget = route(summary_audit="lead")
     humans = set(res.labels.loc[res.labels["human"], "item_id"])
@@ -572,8 +579,8 @@ def test_summaries_audit_the_sources_whose_lead_stands_least_for_the_rest(settin
     seldom names), and no LLM is asked where a human summarises (Random's spend: n_h c_H +
     (T - n_h) c_min). Planted: ``far`` items, whose lead shares no word with the rest of
     the source and whose words each occur once."""
-    from baselines_fakes import auditor_budget, source_of
     from baselines_fakes import make_problem as make_fake_problem
+    from baselines_fakes import source_of
 
     ds, n_h = _summaries(), 30
     prob = make_fake_problem(ds, setting, human_budget=n_h if setting == "auditor" else None)
@@ -587,12 +594,7 @@ def test_summaries_audit_the_sources_whose_lead_stands_least_for_the_rest(settin
     ]
 
     def route(seed: int = 0, **params):
-        router, src = QuorumRouter(**params), source_of(ds, True)
-        if setting == "auditor":
-            budget = auditor_budget(prob, router, src, n_h)
-        else:
-            budget = Budget(n_h * 0.1 + (ds.n_items - n_h) * 0.01)
-        return router.route(prob, src, budget, seed=seed), budget
+        return _route_summaries(ds, prob, setting, n_h, seed, **params)
 
     for seed in (0, 1):
         res, budget = route(seed, summary_audit=mode)
