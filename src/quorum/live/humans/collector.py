@@ -327,6 +327,15 @@ class AnswerCollector:
                  iid, len(lab), ", ".join(map(str, lab["label"])))  # fmt: skip
         return True
 
+    def split(self, key: str) -> bool:
+        """Whether the task's k counted labels disagree and it has not asked one more
+        person yet (what :meth:`_widen` would act on, before the team and the money)."""
+        task = self.src.ledger.human_task(key)
+        if task is None or self.k < 2 or int(task["wanted"] or 1) > self.k:
+            return False
+        lab = self.book.labels(key)
+        return lab.loc[lab["status"].isin(COUNTED), "label"].nunique() > 1
+
     def recheck(self, key: str, iid: str) -> bool:
         """An answered task that has just become a random check (its labels came while the
         router held it) is settled as a check: where its labels disagree and one more

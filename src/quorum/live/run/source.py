@@ -441,8 +441,13 @@ class LiveSource:
         self.asked_human[key] = item.item_id
         task = self.ledger.human_task(key)
         status = task["status"] if task is not None else None
-        if task is not None and self._claim(key, task):
-            status = "pending"  # a check whose labels disagree waits for one more person
+        if task is not None:
+            claim = self._claim(key, task)
+            if claim == "wait":  # a check to settle, and queue_depth tasks wait already
+                self.frozen = True
+                return Outcome(item.item_id, h.name, None, 0.0, status="pending", raw=DEFERRED)
+            if claim == "widened":
+                status = "pending"  # a check whose labels disagree waits for one more person
         if status == "answered":
             out = Outcome(item.item_id, h.name, task["label"], self._task_cost(key),
                           raw=task["raw"])  # fmt: skip
@@ -487,22 +492,30 @@ class LiveSource:
         self._event(out)
         return out
 
-    def _claim(self, key: str, task: sqlite3.Row) -> bool:
+    def _claim(self, key: str, task: sqlite3.Row) -> str | None:
         """A task is the random checks' while they ask for it and the router's once the
         router asks for it (its item left the machine-labelled set): its money then counts
         for the router, and the money kept for the checks covers the check drawn instead.
         A task answered while the router held it that becomes a check is settled as a check
-        (issue 38): where its k labels disagree it waits again for one more person (True)."""
+        (issue 38): where its k labels disagree it waits again for one more person
+        ("widened"); where ``queue_depth`` tasks wait already, it is left as it is until
+        one of them is answered ("wait": the pass waits, and asks again)."""
         want = "check" if self.guard.for_checks else None
         if task["purpose"] == want:
-            return False
+            return None
+        settle = (
+            want is not None
+            and task["status"] == "answered"
+            and self.collector is not None
+            and self._settle_checks
+        )
+        if settle and self.collector.split(key) and self._queue_full():
+            return "wait"
         self.ledger.set_purpose(key, want)
         self.guard.sync()
-        if want is None or task["status"] != "answered" or self.collector is None:
-            return False
-        if not self._settle_checks:
-            return False
-        return self.collector.recheck(key, task["item_id"])
+        if settle and self.collector.recheck(key, task["item_id"]):
+            return "widened"
+        return None
 
     def _queue_full(self) -> bool:
         """``humans.queue_depth`` (when set above 1) is a cap on the human tasks pending at
