@@ -327,11 +327,7 @@ def with_unchecked(est: QualityEstimate, n: int) -> QualityEstimate:
     if n <= 0 or est.n_items <= 0:
         return est
     T = est.n_items
-    p = (
-        est.predicted_mean
-        if est.n_sampled_from and est.predicted_mean == est.predicted_mean
-        else 0.5
-    )
+    p = est.predicted_mean if est.n_sampled_from and not math.isnan(est.predicted_mean) else 0.5
     return replace(
         est,
         estimate=min(1.0, est.estimate + n * p / T),
