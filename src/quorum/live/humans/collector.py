@@ -22,6 +22,7 @@ the run waits):
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -296,12 +297,8 @@ class AnswerCollector:
         task = self.src.ledger.human_task(key)
         if task is None or task["purpose"] != "check":
             return False
-        wanted = int(task["wanted"] or 1)
-        if self.k < 2 or wanted > self.k:
-            return False
-        lab = self.book.labels(key)
-        lab = lab[lab["status"].isin(COUNTED)]
-        if lab["label"].nunique() < 2:
+        lab = self.disagreeing(task)
+        if lab is None:
             return False
         size = self.src.human.team_size if self.src.human is not None else None
         if size is not None and size <= self.k:
@@ -327,14 +324,15 @@ class AnswerCollector:
                  iid, len(lab), ", ".join(map(str, lab["label"])))  # fmt: skip
         return True
 
-    def split(self, key: str) -> bool:
-        """Whether the task's k counted labels disagree and it has not asked one more
-        person yet (what :meth:`_widen` would act on, before the team and the money)."""
-        task = self.src.ledger.human_task(key)
-        if task is None or self.k < 2 or int(task["wanted"] or 1) > self.k:
-            return False
-        lab = self.book.labels(key)
-        return lab.loc[lab["status"].isin(COUNTED), "label"].nunique() > 1
+    def disagreeing(self, task: sqlite3.Row) -> pd.DataFrame | None:
+        """The task's counted labels where they disagree and it has not asked one more
+        person yet (what :meth:`_widen` acts on, before the team and the money); None
+        otherwise (also with one label per item)."""
+        if self.k < 2 or int(task["wanted"] or 1) > self.k:
+            return None
+        lab = self.book.labels(task["request_key"])
+        lab = lab[lab["status"].isin(COUNTED)]
+        return lab if lab["label"].nunique() > 1 else None
 
     def recheck(self, key: str, iid: str) -> bool:
         """An answered task that has just become a random check (its labels came while the

@@ -509,7 +509,7 @@ class LiveSource:
             and self.collector is not None
             and self._settle_checks
         )
-        if settle and self.collector.split(key) and self._queue_full():
+        if settle and self.collector.disagreeing(task) is not None and self._queue_full():
             return "wait"
         self.ledger.set_purpose(key, want)
         self.guard.sync()
