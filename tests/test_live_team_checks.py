@@ -221,6 +221,68 @@ def test_a_task_answered_for_the_router_that_becomes_a_check_asks_a_third_person
         led.close()
 
 
+@pytest.mark.parametrize("room", [False, True], ids=["money-short", "money-left"])
+def test_the_router_takes_a_checks_task_only_with_its_own_money(
+    tmp_path, shared_data_dir, room
+) -> None:
+    """Two checks go out first and are answered; the router then asks for one of their
+    items itself. Where the router's own money is spent (another task holds it), the task
+    stays the checks' ("kept", not taken, nothing paid) and the money kept for the checks
+    stays whole, so the checks still buy what they planned; where it has room, the router
+    takes the task, its money with it. Before (issue 38's trial): the router took over the
+    checks sent first after a resume, whatever its money, and the checks drawn instead found
+    none left ("from 0 random checks")."""
+    from quorum.live.machines.machine_calls import KEPT_CHECK
+
+    n = 6
+    df = _gold(shared_data_dir, n)
+    gold = dict(zip(df["idx"], df["label"], strict=True))
+    ids = [str(i) for i in df["idx"]]
+    keep, task = 2 * 0.05, 0.04  # two checks (k = 2, half a label more) and a router task
+    limit = keep + task + (0.04 if room else 0.01)
+    data = _project(shared_data_dir, n, limit, "right_70", team_size=3)
+    cfg = load_project(write_project(tmp_path, data))
+    led = Ledger(cfg.ledger_path)
+    items = load_items(cfg)
+    views = item_views(items, cfg.task.kind.item_fields)
+    arms, human = build_arms(cfg, items, views, Redactor())
+    src = LiveSource(
+        task_type=cfg.task.type, items=views, annotators=arms, ledger=led,
+        run_id=led.start_run("t", "x", "{}", "m", 0, cfg.budget.limit),
+        budget_limit=cfg.budget.limit, parser=make_parser(cfg), human=human,
+        queue_depth=6,
+    )  # fmt: skip
+    try:
+        src.begin_pass()
+        src.bound_pass(None, keep)
+        with src.checking(settle=False):  # the checks sent first
+            assert [o.status for o in src.annotate_many([(i, "team") for i in ids[:2]])] == [
+                "pending", "pending"]  # fmt: skip
+        _answer(cfg.queue_dir, [(i, gold[i], w) for i in ids[:2] for w in ("ann", "bea")])
+        src.collect_answers()
+        src.begin_pass()  # the router's pass (a resumed run's)
+        src.bound_pass(None, keep)
+        assert src.annotate(ids[2], "team").status == "pending"  # its own task
+        out = src.annotate(ids[0], "team")  # a check's item
+        key = task_key(human, src.items[ids[0]])
+        g = src.guard
+        if room:
+            assert out.status == "ok" and out.output == gold[ids[0]]
+            assert led.human_task(key)["purpose"] is None and src.kept_checks == 0
+        else:
+            assert (out.status, out.raw, out.cost) == ("failed", KEPT_CHECK, 0.0)
+            assert led.human_task(key)["purpose"] == "check" and src.kept_checks == 1
+        # the money kept for the checks is whole: the checks can still buy all they plan
+        assert g.committed_u + max(0, g.keep_u - g.check_u) <= g.cap_u
+        with src.checking():
+            outs = src.annotate_many([(i, "team") for i in (ids[1], ids[3] if room else ids[0])])
+        assert [o.status for o in outs] == ["ok", "pending" if room else "ok"]
+        assert led.money_units()["committed"] <= to_units(cfg.budget.limit)
+    finally:
+        src.close()
+        led.close()
+
+
 def test_a_team_of_two_is_not_asked_for_a_third_person(tmp_path, shared_data_dir, caplog):
     """k = 2 on a team of two: a check whose two labels disagree keeps the vote of the two
     (said in the log) instead of waiting for a third person nobody is (before: the task

@@ -367,6 +367,8 @@ def _relabel(labels: pd.DataFrame, k: int, output: str, human: str) -> None:
     labels.loc[k, "n_annotations"] = int(labels.loc[k, "n_annotations"]) + 1
     prev = labels.loc[k, "annotators"]
     labels.loc[k, "annotators"] = f"{prev};{human}" if prev else human
+    if "labelled_by" in labels.columns:  # live: a fallback's label is now the human's
+        labels.loc[k, "labelled_by"] = None
 
 
 def _with_calls(ann: pd.DataFrame, rows: list[tuple]) -> pd.DataFrame:

@@ -39,7 +39,7 @@ where the human is noisy the estimate is the agreement with that human, not with
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -310,30 +310,6 @@ def difference_interval(
         return clt_mean_interval(d, population, confidence, prior_var=prior_var,
                                  var_floor=var_floor)  # fmt: skip
     raise ValueError(f"interval must be 'clt' or 'betting', got {interval!r}")
-
-
-def with_unchecked(est: QualityEstimate, n: int) -> QualityEstimate:
-    """The estimate once ``n`` items it counted in K with no label (score 0) have got a
-    label nobody bought nor checked (live: the label model's vote, after the pass; ours,
-    issue 38). Their scores may be anything in [0, 1]: the interval's upper end rises by
-    n / T (the lower end stays a bound), and the point estimate by n p / T, p the mean
-    predicted score of M where M has items, else 1/2.
-
-    >>> e = QualityEstimate(0.1, 0.05, 0.15, 0.95, 100, 90, 3, 10, "clt", 0.0, 0.8)
-    >>> u = with_unchecked(e, 50)
-    >>> round(u.estimate, 3), round(u.low, 3), round(u.high, 3), u.n_known
-    (0.5, 0.05, 0.65, 40)
-    """
-    if n <= 0 or est.n_items <= 0:
-        return est
-    T = est.n_items
-    p = est.predicted_mean if est.n_sampled_from and not math.isnan(est.predicted_mean) else 0.5
-    return replace(
-        est,
-        estimate=min(1.0, est.estimate + n * p / T),
-        high=min(1.0, est.high + n / T),
-        n_known=max(0, est.n_known - n),
-    )
 
 
 def estimate_from(

@@ -29,6 +29,9 @@ log = logging.getLogger("quorum.live")
 DEFERRED = "deferred: the routing pass waits for human answers"
 #: ... and of a call the router planned that the ledger has no money left for
 NOT_MADE = "not made: the project budget is spent (see the ledger)"
+#: the router asked for a random check's task its money could not take over: the task stays
+#: the checks' (:meth:`quorum.live.run.source.LiveSource._claim`)
+KEPT_CHECK = "not taken: the task is a random check and the money kept for the checks stays theirs"
 
 
 @dataclass(kw_only=True, repr=False, eq=False)  # the redactor holds secrets: no repr

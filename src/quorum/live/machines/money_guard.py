@@ -95,6 +95,13 @@ class MoneyGuard:
         keep = 0 if checks else max(0, self.keep_u - self.check_u)
         return self.committed_u + self.held_u + units + keep <= self.cap_u
 
+    def takes_over(self, units: int) -> bool:
+        """Whether a check's task that paid and holds ``units`` can become an ordinary call
+        (the router asks for its item) and leave the money kept for the checks free: its
+        money then stops counting as the checks'."""
+        keep = max(0, self.keep_u - (self.check_u - units))
+        return self.committed_u + self.held_u + keep <= self.cap_u
+
     def hold(self, amount: float) -> bool:
         """Reserve ``amount`` for a call (False, and nothing held: no room for it)."""
         u = to_units(amount)

@@ -6,8 +6,8 @@ Modules:
   bought at.
 - ``fill``: Labels for the items a live pass left without one, whatever the method (nothing is
   called or paid): :func:`fill_labels` applies
-  :func:`quorum.routing.core.fallback.fill_unlabelled` to a pass's result and marks the labels
-  still waiting for a person as provisional.
+  :func:`quorum.routing.core.fallback.fill_unlabelled` to a pass's result before its random
+  checks; :func:`mark_provisional` marks the labels still waiting for a person.
 - ``plan``: ``quorum plan PROJECT``: what a project will cost and ask for, before anything is
   spent.
 - ``plan_target``: ``quorum plan --target-quality Q``: what a quality target is likely to cost.

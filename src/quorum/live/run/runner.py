@@ -32,7 +32,7 @@ from quorum.live.machines.calls import Redactor
 from quorum.live.project.config import ProjectConfig
 from quorum.live.project.items import item_views, load_items
 from quorum.live.run.definition import check_definition
-from quorum.live.run.fill import fill_labels
+from quorum.live.run.fill import mark_provisional
 from quorum.live.run.problem import build_arms, build_problem, build_task, make_parser
 from quorum.live.run.progress import Progress
 from quorum.live.run.settle import give_paid_calls, label_orphans, settle_orphans
@@ -270,8 +270,9 @@ def _one_pass(
     run: _Run, source: LiveSource, n_pass: int, interrupted_total: float
 ) -> RoutingResult:
     """One pass of the router from the start over the ledger, on a fresh budget (less the
-    money of cut-off calls where ``budget.charge_interrupted``); its labels are filled
-    (:func:`fill_labels`) and written to the ledger."""
+    money of cut-off calls where ``budget.charge_interrupted``); its labels, filled
+    (:func:`~quorum.live.run.fill.fill_labels`) and checked, are marked provisional where a
+    person has yet to answer (:func:`mark_provisional`) and written to the ledger."""
     cfg = run.cfg
     source.begin_pass()
     budget = Budget(cfg.budget.limit, human_limit=cfg.budget.human_limit)
@@ -280,7 +281,7 @@ def _one_pass(
     source.skip_unpaid = True  # a planned call the ledger cannot pay: not made
     router = make_method(cfg.method, _with_human_quality(cfg, source))
     result = route_pass(cfg, router, run.problem, source, budget, run.target)
-    result = fill_labels(result, run.problem, source)
+    result = mark_provisional(result, source)
     run.ledger.write_result(run.run_id, n_pass, result.annotations, result.labels, result.trace)
     run.progress.pass_done(result, source)
     return result

@@ -38,7 +38,7 @@ from quorum.live.ledger.store import Ledger
 from quorum.live.machines.answer_health import constant_answers
 from quorum.live.machines.calls import Annotator, Redactor, Request
 from quorum.live.machines.loop import shared_loop
-from quorum.live.machines.machine_calls import DEFERRED, NOT_MADE, MachineCalls
+from quorum.live.machines.machine_calls import DEFERRED, KEPT_CHECK, NOT_MADE, MachineCalls
 from quorum.live.machines.money_guard import LiveStats, MoneyGuard
 from quorum.live.machines.swap import SwapAnnotator, execute_swap, pair_from_ledger
 from quorum.routing.core.base import Outcome
@@ -110,6 +110,9 @@ class LiveSource:
         #: runner then hands the paid machine answers to the router as prior outcomes
         self.skip_unpaid = False
         self.not_made = 0
+        #: the router asked for a check's task that its money could not take over
+        #: (:meth:`_claim`): the task stays the checks'
+        self.kept_checks = 0
         self._loop = shared_loop()
         #: known labels of control items (the items file's gold column), to check people
         self.gold = {k: v for k, v in (gold or {}).items() if isinstance(v, str)}
@@ -220,6 +223,7 @@ class LiveSource:
         """A new routing pass: nothing frozen, nothing asked yet, money from the ledger."""
         self.frozen = False
         self.not_made = 0
+        self.kept_checks = 0
         self.blocking = {}
         self.asked_human = {}
         self.guard.sync()
@@ -446,6 +450,11 @@ class LiveSource:
             if claim == "wait":  # a check to settle, and queue_depth tasks wait already
                 self.frozen = True
                 return Outcome(item.item_id, h.name, None, 0.0, status="pending", raw=DEFERRED)
+            if claim == "kept":  # a check's task the router's money cannot take over
+                self.kept_checks += 1
+                out = Outcome(item.item_id, h.name, None, 0.0, status="failed", raw=KEPT_CHECK)
+                self._event(out)
+                return out
             if claim == "widened":
                 status = "pending"  # a check whose labels disagree waits for one more person
         if status == "answered":
@@ -496,6 +505,12 @@ class LiveSource:
         """A task is the random checks' while they ask for it and the router's once the
         router asks for it (its item left the machine-labelled set): its money then counts
         for the router, and the money kept for the checks covers the check drawn instead.
+        The router takes a check's task only where its money leaves the checks' kept money
+        whole (:meth:`MoneyGuard.takes_over`); else the task stays the checks' and the
+        router is told "kept" (issue 38's trial: the router took over the 5 checks sent
+        first after a resume, their money with them, and the checks drawn instead found
+        none left, so the run ended "from 0 random checks"). A check's task the router
+        could not take is still its item's label in the end: the checks ask for it.
         A task answered while the router held it that becomes a check is settled as a check
         (issue 38): where its k labels disagree it waits again for one more person
         ("widened"); where ``queue_depth`` tasks wait already, it is left as it is until
@@ -503,6 +518,10 @@ class LiveSource:
         want = "check" if self.guard.for_checks else None
         if task["purpose"] == want:
             return None
+        if want is None and task["purpose"] == "check":
+            units = self.book.cost_units(key)
+            if not self.guard.takes_over(units):
+                return "kept"
         settle = (
             want is not None
             and task["status"] == "answered"

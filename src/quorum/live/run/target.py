@@ -32,6 +32,7 @@ import numpy as np
 
 from quorum.live.machines.machine_calls import DEFERRED
 from quorum.live.project.config import ProjectConfig
+from quorum.live.run.fill import fill_labels
 from quorum.quality.checks import QualityChecks
 from quorum.quality.estimators import checks_for_width, expected_width
 from quorum.quality.target import TARGET_CHECKS, TargetQuality, _more_money
@@ -295,7 +296,11 @@ def route_pass(
     target: LiveTarget | None = None,
 ) -> RoutingResult:
     """One pass of the router: on the rung's budget (target mode) less the checks' money;
-    the random checks are asked once the pass is complete (not waiting for a person).
+    the items it left without a label are filled (:func:`~quorum.live.run.fill.fill_labels`),
+    and the random checks are asked once the pass is complete (not waiting for a person).
+    The fill comes first, so the checks draw from the labels the run will export, the
+    label model's among them (issue 38's trial: filled after the checks, its 276 items were
+    never checked and the checks could draw only from the 12 the LLMs labelled).
 
     The live source is told the pass's bounds (issue 38): no call of the pass takes the
     ledger's money past the rung's limit, and none but the checks' takes the money kept
@@ -308,11 +313,11 @@ def route_pass(
     if checks is None:
         if bound is not None:
             bound(cap, 0.0)
-        return router.route(problem, source, budget, seed=cfg.seed)
+        return fill_labels(router.route(problem, source, budget, seed=cfg.seed), problem, source)
     inner_problem, inner, n = checks.split(problem, budget, source)
     if bound is not None:
         bound(cap, n * checks.check_price(source, problem.task.human))
-    result = router.route(inner_problem, source, inner, seed=cfg.seed)
+    result = fill_labels(router.route(inner_problem, source, inner, seed=cfg.seed), problem, source)
     if source.waiting:  # the pass waits for a person: its labels are not final yet
         return result
     checking = getattr(source, "checking", None)
