@@ -320,6 +320,13 @@ def _settled(run: _Run, source: LiveSource, result: RoutingResult, tally: _Tally
     tally.withdrawn += n_withdrawn
     if (n_given or n_withdrawn or n_calls) and tally.settle < MAX_SETTLE_PASSES:
         return False
+    if source.kept_checks:
+        log.info(
+            "the router asked %d time(s) for a random check's item that its own money could "
+            "not take over: the task stayed a check (the money kept for the checks stays "
+            "theirs) and its label is the item's label",
+            source.kept_checks,
+        )
     if source.not_made:
         cut = ledger.money_units()["interrupted"]
         log.warning(
