@@ -701,7 +701,8 @@ def test_summary_checked_audit_on_recorded_summaries(shared_data_dir, setting):
     """``summary_audit="checked"`` as ``quorum simulate`` runs it, on SummEval's recorded
     summaries: the check's slice (10 human summaries, ``summary_check_min``) is bought
     first, on random items (another seed, another slice); the focus is followed only where
-    the slice's evidence passes, else the other humans stay in the run's random order;
+    the slice's evidence passes, else the humans are exactly those of
+    ``summary_audit="random"`` (Random's plan) at the same seed;
     with the default target no LLM is asked where a human summarises (Random's spend),
     with ``summary_check_target="llm"`` the LLM's summaries on the slice are bought and
     paid. Mechanics only, no quality."""
@@ -746,6 +747,10 @@ def test_summary_checked_audit_on_recorded_summaries(shared_data_dir, setting):
     after_f = human_f[human_f].index.difference(list(slice_))
     assert len(after_f) == len(after) and set(after_f) != set(after)
     assert focus[after_f].max() > focus[human_f[~human_f].index].min()
+    # ... and they are those of summary_audit="random" (Random's plan) at the same seed
+    _, plain = simulate_once(prep, "quorum", setting, 0.3, 0, {"quality": False})
+    human_p = plain.labels.set_index("item_id")["human"]
+    assert set(human_f[human_f].index) == set(human_p[human_p].index)
     # the LLM's summaries on the slice as the evidence: bought with the slice, and paid
     llm, _, check_l = route(summary_check_target="llm")
     asked = llm.annotations[llm.annotations["annotator"] == cheap.name]["item_id"]
