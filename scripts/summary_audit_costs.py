@@ -18,7 +18,15 @@ Two readings:
     - ``central``: the humans on the least central sources, the LLM on the others
       (``summary_audit="central"``; dollars: the LLM's items most central first);
     - ``focused``: the same on the least focused sources (``summary_audit="focused"``,
-      :func:`quorum.routing.quorum.audit.source_focus.source_focus`).
+      :func:`quorum.routing.quorum.audit.source_focus.source_focus`);
+    - ``checked``: the first ``summary_check_share`` of the humans (at least
+      ``summary_check_min``) on a random slice, then the others as ``focused`` where the
+      focus's Spearman rho with the Lead-3's ROUGE-1 against the human summary on the slice
+      passes the check, else at random (``summary_audit="checked"``,
+      :mod:`quorum.routing.quorum.audit.signal_check`); ``checked-llm``: the same with the
+      cheapest LLM's ROUGE-1 as the target, its summary bought on the slice (c_l each).
+      Both are the mean over ``--draws`` random slices (seeded), not exact; the share of
+      draws that followed the focus is printed.
 
     In the auditor setting the human count is B = round(b T) and the spend what each order
     buys; in dollars the money b T c_H, as many humans as it leaves.
@@ -72,7 +80,10 @@ def item_signals(name: str) -> dict:
         [score(o, ld) if o and ld else 0.0 for o, (ld, _) in zip(summ, leads, strict=True)]
     )
     central = np.array([score(ld, rest) if ld and rest else 0.0 for ld, rest in leads])
+    refs = zip(leads, df["ref"], strict=True)
+    lead_ref = np.array([score(ld, r) if ld else 0.0 for (ld, _), r in refs])
     return {
+        "lead_ref": lead_ref,
         "y": y,
         "overlap": overlap,
         "central": central,
@@ -120,7 +131,48 @@ def _order_value(sig: dict, order: str, setting: str, b: float) -> float:
     return 100 * (q.mean() - y.mean() - n_random / T * (1 - y.mean()))
 
 
-def replay(names: list[str]) -> None:
+def _checked_value(
+    sig: dict, setting: str, b: float, target: str, draws: int, seed: int = 0
+) -> tuple[float, float]:
+    """``summary_audit="checked"`` minus Random at the same spend, in ROUGE-1 points: the
+    mean over ``draws`` random slices, and the share of them that followed the focus
+    (defaults of :class:`~quorum.routing.quorum.params.QuorumParams`)."""
+    from quorum.routing.quorum.audit.signal_check import check_passes, check_size
+    from quorum.routing.quorum.params import QuorumParams
+
+    cfg = QuorumParams()
+    y, c_l, c_h, focus = sig["y"], sig["c_l"], sig["c_h"], sig["focused"]
+    evidence = y if target == "llm" else sig["lead_ref"]
+    T, ybar = len(y), sig["y"].mean()
+    per_slice = c_l if target == "llm" else 0.0
+    rng = np.random.default_rng(seed)
+    vals, followed = [], 0
+    for _ in range(draws):
+        perm = rng.permutation(T)
+        if setting == "auditor":
+            n = round(b * T)
+            s = check_size(n, cfg.summary_check_share, cfg.summary_check_min)
+        else:
+            money = b * T * c_h
+            if money < T * c_l:  # no human to check: the LLM on random items, Random's plan
+                return 0.0, 0.0
+            n0 = int((money - T * c_l) / (c_h - c_l) + 1e-9)
+            s = check_size(n0, cfg.summary_check_share, cfg.summary_check_min)
+            n = s + int((money - s * (c_h + per_slice) - (T - s) * c_l) / (c_h - c_l) + 1e-9)
+        sl, rest = perm[:s], perm[s:]
+        _, passes = check_passes(focus[sl], evidence[sl], cfg.summary_check_z)
+        if passes:
+            followed += 1
+            rest = rest[np.argsort(focus[rest], kind="stable")]
+        q = y.copy()
+        q[np.concatenate([sl, rest[: n - s]])] = 1.0
+        spend = n * c_h + (T - n) * c_l + s * per_slice
+        n_random = (spend - T * c_l) / (c_h - c_l)
+        vals.append(100 * (q.mean() - ybar - n_random / T * (1 - ybar)))
+    return float(np.mean(vals)), followed / draws
+
+
+def replay(names: list[str], draws: int = 1000) -> None:
     for name in names:
         sig = item_signals(name)
         rho = spearmanr(sig["central"], sig["y"]).correlation
@@ -134,6 +186,12 @@ def replay(names: list[str]) -> None:
             aud = " / ".join(f"{v:+.2f}" for v in cells[:3])
             dol = " / ".join(f"{v:+.2f}" for v in cells[3:])
             print(f"  {order:13s} auditor {aud} | dollars {dol}")
+        for order, target in (("checked", "lead"), ("checked-llm", "llm")):
+            got = [_checked_value(sig, st, b, target, draws) for st in SETTINGS for b in BUDGETS]
+            aud = " / ".join(f"{v:+.2f}" for v, _ in got[:3])
+            dol = " / ".join(f"{v:+.2f}" for v, _ in got[3:])
+            share = " ".join(f"{f:.2f}" for _, f in got)
+            print(f"  {order:13s} auditor {aud} | dollars {dol}  (followed the focus: {share})")
 
 
 def bench(random_csv: str, runs: list[str]) -> None:
@@ -184,12 +242,13 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("replay")
     r.add_argument("sets", nargs="+")
+    r.add_argument("--draws", type=int, default=1000, help="random slices for checked")
     bch = sub.add_parser("bench")
     bch.add_argument("random_runs")
     bch.add_argument("runs", nargs="+")
     a = ap.parse_args(argv)
     if a.cmd == "replay":
-        replay(a.sets)
+        replay(a.sets, a.draws)
     else:
         bench(a.random_runs, a.runs)
     return 0

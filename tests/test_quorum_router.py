@@ -693,3 +693,71 @@ def test_summary_central_audit_on_recorded_summaries(shared_data_dir, setting, m
         order = pd.Series(source_focus(texts.tolist(), 3, score), index=texts.index)
     human = res.labels.set_index("item_id")["human"]
     assert order[human[human].index].max() <= order[human[~human].index].min() + 1e-12
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("setting", ["auditor", "dollars"])
+def test_summary_checked_audit_on_recorded_summaries(shared_data_dir, setting):
+    """``summary_audit="checked"`` as ``quorum simulate`` runs it, on SummEval's recorded
+    summaries: the check's slice (10 human summaries, ``summary_check_min``) is bought
+    first, on random items (another seed, another slice); the focus is followed only where
+    the slice's evidence passes, else the humans are exactly those of
+    ``summary_audit="random"`` (Random's plan) at the same seed;
+    with the default target no LLM is asked where a human summarises (Random's spend),
+    with ``summary_check_target="llm"`` the LLM's summaries on the slice are bought and
+    paid. Mechanics only, no quality."""
+    from quorum.routing.quorum.audit.source_focus import source_focus
+    from quorum.simulate import prepare, simulate_once
+    from quorum.tasks.summarization import rouge1_scorer
+
+    prep = prepare("summ-summeval")
+    T = prep.dataset.n_items
+    cheap = min(prep.task.llms, key=lambda a: a.price)
+    texts = prep.dataset.items.set_index("item_id")["text"]
+    focus = pd.Series(source_focus(texts.tolist(), 3, rouge1_scorer("en")), index=texts.index)
+
+    def route(seed: int = 0, **params):
+        params = {"summary_audit": "checked", "quality": False, **params}
+        row, res = simulate_once(prep, "quorum", setting, 0.3, seed, params)
+        assert res.cost <= row["budget_limit"] + 1e-9
+        trace = res.trace
+        humans = trace[trace["arm"] == prep.task.human_spec.name]
+        check = trace.loc[trace["mode"] == "check", "item_id"]
+        return res, humans, check
+
+    _, rnd = simulate_once(prep, "random", setting, 0.3, 0, {})
+    trusted, humans, check = route(summary_check_z=-1e9)  # always follows the focus
+    assert trusted.info["auditor_order"].startswith("least focused sources first: rho")
+    slice_ = set(check)
+    assert len(slice_) == len(check) == 10
+    assert set(humans["item_id"].iloc[:10]) == slice_  # bought first
+    assert trusted.human_labels == rnd.human_labels and trusted.llm_calls == T - rnd.human_labels
+    assert trusted.cost == pytest.approx(rnd.cost)
+    human = trusted.labels.set_index("item_id")["human"]
+    after = human[human].index.difference(list(slice_))
+    others = human[~human].index
+    assert focus[after].max() <= focus[others].min() + 1e-12
+    _, _, check1 = route(seed=1, summary_check_z=-1e9)
+    assert set(check1) != slice_  # a random slice, drawn per run
+    # the evidence fails: the slice is the same, the other humans in the random order
+    fallback, _, check_f = route(summary_check_z=1e9)
+    assert fallback.info["auditor_order"].startswith("random: rho")
+    assert set(check_f) == slice_ and fallback.cost == pytest.approx(rnd.cost)
+    human_f = fallback.labels.set_index("item_id")["human"]
+    after_f = human_f[human_f].index.difference(list(slice_))
+    assert len(after_f) == len(after) and set(after_f) != set(after)
+    assert focus[after_f].max() > focus[human_f[~human_f].index].min()
+    # ... and they are those of summary_audit="random" (Random's plan) at the same seed
+    _, plain = simulate_once(prep, "quorum", setting, 0.3, 0, {"quality": False})
+    human_p = plain.labels.set_index("item_id")["human"]
+    assert set(human_f[human_f].index) == set(human_p[human_p].index)
+    # the LLM's summaries on the slice as the evidence: bought with the slice, and paid
+    llm, _, check_l = route(summary_check_target="llm")
+    asked = llm.annotations[llm.annotations["annotator"] == cheap.name]["item_id"]
+    assert set(check_l) <= set(asked)
+    assert llm.llm_calls == T - llm.human_labels + 10
+    if setting == "auditor":  # B humans all the same: 10 c_l more than Random
+        assert llm.human_labels == rnd.human_labels
+        assert llm.cost == pytest.approx(rnd.cost + 10 * cheap.price)
+    else:  # the money is Random's: fewer humans where the slice's LLM calls took theirs
+        assert llm.human_labels < rnd.human_labels

@@ -33,7 +33,9 @@ import numpy as np
 from quorum.routing.quorum.audit.by_value import probe_panel, probe_worth_more, value_audit
 from quorum.routing.quorum.audit.one_shot import (
     FREE_SUMMARY_ORDERS,
+    TEXT_SUMMARY_ORDERS,
     calibration_errors,
+    checked_auditor,
     lead_audit,
     one_shot_auditor,
     one_shot_dollars,
@@ -135,7 +137,7 @@ def dollars(run: QuorumRun, plans: Plans | None = None) -> DollarsPath:
         report.panel_check = f"skipped: a probe of {n_probe} < probe_min items"
         return _audit_rest(run, [], cheap, plans.dollars_audit)
     central = (
-        run.kind.graded and cfg.summary_audit in FREE_SUMMARY_ORDERS and run.p.texts is not None
+        run.kind.graded and cfg.summary_audit in TEXT_SUMMARY_ORDERS and run.p.texts is not None
     )
     if central and not n_cal and (cheap := _live_cheapest(run)) is not None:
         # money too short for a calibration item: the summaries' audit all the same (its
@@ -182,6 +184,9 @@ def auditor(run: QuorumRun, plans: Plans | None = None) -> None:
         return
     if run.kind.graded and cfg.summary_audit == "lead" and run.p.texts is not None:
         lead_audit(run, order.astype(int), cheap, B)
+        return
+    if run.kind.graded and cfg.summary_audit == "checked" and run.p.texts is not None:
+        checked_auditor(run, order.astype(int), cheap, B)
         return
     if run.kind.graded and cfg.summary_audit != "calibrated":
         free = ("longest", *FREE_SUMMARY_ORDERS)

@@ -15,9 +15,12 @@ Modules:
   above ``label_model_max_items``); the audit plans are
   :mod:`~quorum.routing.quorum.audit.plans`. Summaries' orders (``summary_audit``): random,
   the longest sources, the summaries least like their source's lead, the sources whose
-  lead is least like the rest, or the least focused sources.
+  lead is least like the rest, the least focused sources, or the focus checked first.
 - ``plans``: The audit plans: how the cheapest LLM and the humans share the items left to audit
   (auditor setting; dollars when the panel is dominated; labels, label model on).
+- ``signal_check``: The summary audit that checks its free order first (ours, issue 39): a
+  random slice of the human summaries, then the least focused sources only where the
+  slice's evidence agrees, else Random's order (``summary_audit="checked"``).
 - ``source_focus``: Source focus (ours, issue 39): how closely a cheap LLM's summary of a
   source should follow a human's, read from the source text alone, before any call
   (``summary_audit="focused"``).

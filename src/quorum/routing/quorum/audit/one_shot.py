@@ -4,8 +4,9 @@ the rest. Used where the label model is off (``audit_llm_first=False``, summarie
 problems above ``label_model_max_items``); the audit plans are
 :mod:`~quorum.routing.quorum.audit.plans`. Summaries' orders (``summary_audit``): random,
 the longest sources, the summaries least like their source's lead, the sources
-whose lead is least like the rest, or the least focused sources
-(:mod:`~quorum.routing.quorum.audit.source_focus`).
+whose lead is least like the rest, the least focused sources, or the focus checked first
+(:mod:`~quorum.routing.quorum.audit.source_focus`,
+:mod:`~quorum.routing.quorum.audit.signal_check`).
 """
 
 from __future__ import annotations
@@ -20,12 +21,15 @@ from quorum.routing.quorum.audit.auditing import (
     cost_match_give_up,
     error_order,
 )
+from quorum.routing.quorum.audit.signal_check import checked_order
 from quorum.routing.quorum.audit.source_focus import lead_sentences, source_focus
 from quorum.routing.quorum.run import QuorumRun
 
 __all__ = [
     "FREE_SUMMARY_ORDERS",
+    "TEXT_SUMMARY_ORDERS",
     "calibration_errors",
+    "checked_auditor",
     "error_ranked",
     "lead_audit",
     "lead_centrality",
@@ -41,6 +45,10 @@ __all__ = [
 #: summary audits whose order is known before any call and that ask no LLM where a human
 #: summarises (Random's spend in both settings)
 FREE_SUMMARY_ORDERS = ("central", "focused")
+#: summary audits that read the source texts and take the dollars audit even when no
+#: calibration item is affordable (``"checked"``: the focus checked on the first humans,
+#: :mod:`~quorum.routing.quorum.audit.signal_check`)
+TEXT_SUMMARY_ORDERS = (*FREE_SUMMARY_ORDERS, "checked")
 
 
 def longest_first(order: np.ndarray, lengths: np.ndarray | None) -> np.ndarray:
@@ -176,7 +184,21 @@ def one_shot_dollars(run: QuorumRun, cal: list[int], rest: np.ndarray, cheap: st
         run.budget.humans_left,
     )
     judged, errs = calibration_errors(run, cal, cheap)
-    if run.kind.graded and run.cfg.summary_audit != "calibrated":
+    checked = run.cfg.summary_audit == "checked" and run.p.texts is not None
+    if run.kind.graded and checked and n_h > 0:
+        # the check's slice first (its humans, and with target "llm" the LLM), then as
+        # many humans as the money left pays, in the order the check allows
+        rest = checked_order(run, rest, cheap, n_h)
+        n_h = audit_human_count(
+            run.budget.remaining,
+            len(rest),
+            run.rec.price(cheap),
+            run.spend.c_h,
+            run.budget.humans_left,
+        )
+    elif run.kind.graded and checked:
+        run.report.auditor_order = "random: no human summary to check (summary_audit=checked)"
+    elif run.kind.graded and run.cfg.summary_audit != "calibrated":
         rest = summary_order(run, rest)
         if run.cfg.summary_audit in FREE_SUMMARY_ORDERS and run.p.texts is not None:
             # the LLM's items best first: where the money cannot pay it on all of them
@@ -188,6 +210,16 @@ def one_shot_dollars(run: QuorumRun, cal: list[int], rest: np.ndarray, cheap: st
     # the trace keeps x_t and q_a(x_t) as in bandit routing (for the dashboard)
     X, Q = run.contexts_now(rest, len(cal) / max(run.T, 1))
     run.send_split(rest, n_h, cheap, "audit", X, Q)
+
+
+def checked_auditor(run: QuorumRun, order: np.ndarray, cheap: str, n_h: int) -> None:
+    """Auditor, summaries, ``summary_audit="checked"``: the check's slice of the ``n_h``
+    humans on the first items of the random ``order``, then the others in the order the
+    check allows (:func:`~quorum.routing.quorum.audit.signal_check.checked_order`), the
+    cheapest LLM on the rest."""
+    rest = checked_order(run, order, cheap, n_h)
+    n_left = cap_humans(n_h - (len(order) - len(rest)), run.budget.humans_left)
+    run.send_split(rest, max(0, n_left), cheap, "checked")
 
 
 def one_shot_auditor(
