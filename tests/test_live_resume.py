@@ -176,7 +176,10 @@ def test_kill_cuts_off_at_most_concurrency_calls(tmp_path, shared_data_dir) -> N
     conc, kills = 3, 3
     rng = random.Random(7)
     with FakeServer(tmp_path, "--latency", "0.15", "--jitter", "0.05", name="count") as srv:
-        llm = {"api_base": srv.api_base, "timeout": 10, "max_retries": 1, "backoff_base": 0.02}
+        # token prices given (0: each call costs its fixed price, as without them), so no
+        # run looks them up in litellm's cost map (its import: ~5.6 s of CPU a subprocess)
+        llm = {"api_base": srv.api_base, "timeout": 10, "max_retries": 1, "backoff_base": 0.02,
+               "input_cost_per_token": 0.0, "output_cost_per_token": 0.0}  # fmt: skip
         proj = write_project(
             tmp_path,
             {"name": "count", "seed": 2, "features": "light", "concurrency": conc,

@@ -25,10 +25,10 @@ def ray_local():
 def _texts(shared_data_dir) -> tuple[list[str], list[str]]:
     from quorum.data.loaders import load_dataset
 
-    en = load_dataset("ag-news").items["text"].tolist()[:130]
-    es = load_dataset("coannotating-stance/es").items["text"].tolist()[:30]
-    texts = [*en[:65], *es[:15], "", "!!!", *en[65:], *es[15:]]
-    langs = ["en"] * 65 + ["es"] * 15 + ["en", "en"] + ["en"] * 65 + ["es"] * 15
+    en = load_dataset("ag-news").items["text"].tolist()[:64]
+    es = load_dataset("coannotating-stance/es").items["text"].tolist()[:16]
+    texts = [*en[:32], *es[:8], "", "!!!", *en[32:], *es[8:]]
+    langs = ["en"] * 32 + ["es"] * 8 + ["en", "en"] + ["en"] * 32 + ["es"] * 8
     return texts, langs
 
 
@@ -45,9 +45,9 @@ def test_features_on_ray_match_local(ray_local, shared_data_dir):
     from quorum.features.pipeline import FeatureExtractor
 
     texts, langs = _texts(shared_data_dir)
-    # batch 8 on 162 texts: as many length-sorted chunks and Ray tasks as batch 16 on the
-    # 322 texts this test once took (e5: 21 chunks over 4 tasks; spaCy: 4 spans of 48)
-    kw = {"cache": False, "show_progress": False, "batch_size": 8}
+    # batch 4 on 82 texts: as many length-sorted chunks and Ray tasks as batch 16 on the
+    # 322 texts this test once took (e5: 21 chunks over 4 tasks; spaCy: 4 spans, 3 of 24)
+    kw = {"cache": False, "show_progress": False, "batch_size": 4}
     here = FeatureExtractor(engine="local", **kw).fit_transform(texts, langs)
     there = FeatureExtractor(engine="ray", **kw).fit_transform(texts, langs)
     assert isinstance(get_engine("ray"), RayEngine)
@@ -63,10 +63,11 @@ def test_light_linguistic_on_ray_matches_local(ray_local, shared_data_dir):
     from quorum.features.fast_linguistic import LightLinguistic
 
     texts, langs = _texts(shared_data_dir)
-    here = LightLinguistic(sample_tokens=800)
+    # 400 tokens of the en texts' ~3,400 and of the es texts' ~580: each language gets a tagger
+    here = LightLinguistic(sample_tokens=400)
     local = here(texts, langs, 16)
     assert set(here.taggers_) == {"en", "es"}
-    remote = engine_linguistic(RayEngine(), texts, langs, LightLinguistic(800), 16, parts=4)
+    remote = engine_linguistic(RayEngine(), texts, langs, LightLinguistic(400), 16, parts=4)
     np.testing.assert_array_equal(remote, local)
 
 
@@ -124,9 +125,15 @@ def _live(tmp_path, data_dir, api_base: str, engine: str, client: str) -> tuple[
     return key, [rows, tries]
 
 
-def test_live_calls_on_ray_match_local(ray_local, tmp_path, shared_data_dir):
+def test_live_calls_on_ray_match_local(ray_local, tmp_path, shared_data_dir, monkeypatch):
     """Same answers, costs, tokens and statuses; 429s and 500s on the way are retried from
     the routing process and recorded there, as locally."""
+    from quorum.live.machines import ray_calls
+
+    # two call actors, not the pool's default four: the tries still go to actors in turn,
+    # and each actor's start (and its litellm import) is paid half as often; the pool is
+    # dropped with this test (the module's Ray instance shuts down after it)
+    monkeypatch.setitem(ray_calls._POOLS, None, ray_calls.RayCallPool(n_actors=2))
     faults = ["--rate-429", "0.1", "--rate-500", "0.1", "--seed", "11"]
     results = {}
     for engine, client in (("local", "http"), ("ray", "http"), ("ray", "litellm")):
