@@ -115,7 +115,8 @@ def people_of(url: str, users: list[dict], admin: str, gold: dict[str, str]) -> 
 
 
 def project(
-    out: Path, data: Path, ls_url: str, llm: str, n: int, model: str, depth: int | None = None
+    out: Path, data: Path, ls_url: str, llm: str, n: int, model: str, depth: int | None = None,
+    method: str = "quorum", target: float | None = None,
 ) -> Path:
     (out / "prompt.txt").write_text(
         "Is this movie review negative or positive? Review: {text}\n"
@@ -124,12 +125,12 @@ def project(
     smol = {"model": model, "api_base": llm, "max_tokens": 8, "prompt": "prompt.txt",
             "concurrency": 2, "timeout": 120}  # fmt: skip
     cfg = {
-        "name": "trial", "features": "light",
+        "name": "trial", "features": "light", "method": method,
         "items": {"path": str(data), "id_column": "idx", "text_column": "sentence",
                   "gold_column": "label", "limit": n},
         "task": {"type": "classification", "labels": ["0", "1"], "label_names": NAMES,
                  "instructions": "Is the movie review positive?"},
-        "budget": {"limit": 2.0},
+        "budget": {"limit": 2.0, **({"target_quality": target} if target else {})},
         "annotators": [
             {"name": "smol-a", **smol, "price": 0.002, "temperature": 0.0, "seed": 0},
             {"name": "smol-b", **smol, "price": 0.003, "temperature": 0.7, "seed": 1},
@@ -166,6 +167,9 @@ def main() -> None:
     )
     ap.add_argument("--fake-llm", action="store_true", help="the test server, not SmolLM2")
     ap.add_argument("--queue-depth", type=int, default=None, help="humans.queue_depth")
+    ap.add_argument("--method", default="quorum", help="the project's method (quorum, random)")
+    ap.add_argument("--target-quality", type=float, default=None,
+                    help="budget.target_quality (the target mode)")  # fmt: skip
     ap.add_argument(
         "--src",
         type=Path,
@@ -199,7 +203,8 @@ def main() -> None:
         )  # fmt: skip
         users = pd.read_csv(accounts).to_dict("records")
         model = "openai/fake" if args.fake_llm else "openai/smollm2"
-        proj = project(out, args.data, srv.url, llm_url, args.items, model, args.queue_depth)
+        proj = project(out, args.data, srv.url, llm_url, args.items, model, args.queue_depth,
+                       args.method, args.target_quality)  # fmt: skip
         e = {**env(), TOKEN_ENV: srv.admin.token}
         runs = []
 
@@ -321,6 +326,9 @@ def main() -> None:
             "not_made_with_charge_hint": "set budget.charge_interrupted" in logs,
             "start_line": next((ln for ln in logs.splitlines() if "quality checks:" in ln), None),
         }  # fmt: skip
+        if status.get("target"):
+            figures["target"] = {k: status["target"].get(k) for k in (
+                "state", "looks", "rung", "spent", "lower_bound", "message", "steps")}  # fmt: skip
         figures["accounts_stdout_has_no_token"] = all(
             u["personal_access_token"] not in made.stdout + made.stderr for u in users
         )
