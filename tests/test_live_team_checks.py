@@ -162,6 +162,21 @@ def test_checks_are_kept_bought_and_settled_by_a_third_person(
     assert ex["label"].notna().all() and acc >= cheap, (acc, cheap)
 
 
+def _source(cfg, **kw) -> tuple[Ledger, LiveSource, object]:
+    """The project's ledger, a live source over it (the file queue's team) and its human arm,
+    to drive step by step."""
+    led = Ledger(cfg.ledger_path)
+    items = load_items(cfg)
+    views = item_views(items, cfg.task.kind.item_fields)
+    arms, human = build_arms(cfg, items, views, Redactor())
+    src = LiveSource(
+        task_type=cfg.task.type, items=views, annotators=arms, ledger=led,
+        run_id=led.start_run("t", "x", "{}", "m", 0, cfg.budget.limit),
+        budget_limit=cfg.budget.limit, parser=make_parser(cfg), human=human, **kw,
+    )  # fmt: skip
+    return led, src, human
+
+
 def _answer(queue: Path, rows: list[tuple[str, str, str]]) -> None:
     append_answers(queue / "answers.csv", [[i, NAMES[y], w] for i, y, w in rows])
 
@@ -179,15 +194,7 @@ def test_a_task_answered_for_the_router_that_becomes_a_check_asks_a_third_person
     gold = dict(zip(df["idx"], df["label"], strict=True))
     cfg = load_project(write_project(tmp_path, _project(shared_data_dir, n, 1.0, "right_70",
                                                         team_size=3)))  # fmt: skip
-    led = Ledger(cfg.ledger_path)
-    items = load_items(cfg)
-    views = item_views(items, cfg.task.kind.item_fields)
-    arms, human = build_arms(cfg, items, views, Redactor())
-    src = LiveSource(
-        task_type=cfg.task.type, items=views, annotators=arms, ledger=led,
-        run_id=led.start_run("t", "x", "{}", "m", 0, cfg.budget.limit),
-        budget_limit=cfg.budget.limit, parser=make_parser(cfg), human=human,
-    )  # fmt: skip
+    led, src, human = _source(cfg)
     item = str(df["idx"].iloc[0])
     y = gold[item]
     other = "1" if y == "0" else "0"
@@ -242,16 +249,7 @@ def test_the_router_takes_a_checks_task_only_with_its_own_money(
     limit = keep + task + (0.04 if room else 0.01)
     data = _project(shared_data_dir, n, limit, "right_70", team_size=3)
     cfg = load_project(write_project(tmp_path, data))
-    led = Ledger(cfg.ledger_path)
-    items = load_items(cfg)
-    views = item_views(items, cfg.task.kind.item_fields)
-    arms, human = build_arms(cfg, items, views, Redactor())
-    src = LiveSource(
-        task_type=cfg.task.type, items=views, annotators=arms, ledger=led,
-        run_id=led.start_run("t", "x", "{}", "m", 0, cfg.budget.limit),
-        budget_limit=cfg.budget.limit, parser=make_parser(cfg), human=human,
-        queue_depth=6,
-    )  # fmt: skip
+    led, src, human = _source(cfg, queue_depth=6)
     try:
         src.begin_pass()
         src.bound_pass(None, keep)

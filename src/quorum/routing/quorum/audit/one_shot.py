@@ -176,26 +176,19 @@ def one_shot_dollars(run: QuorumRun, cal: list[int], rest: np.ndarray, cheap: st
     ``summary_audit="central"`` or ``"focused"`` the LLM's items go in the reverse order,
     so that money too short for the LLM on all of them leaves out the sources that come
     first for the humans)."""
-    n_h = audit_human_count(
-        run.budget.remaining,
-        len(rest),
-        run.rec.price(cheap),
-        run.spend.c_h,
-        run.budget.humans_left,
-    )
+
+    def humans_for(items: np.ndarray) -> int:  # what the money left pays beside the LLM
+        return audit_human_count(run.budget.remaining, len(items), run.rec.price(cheap),
+                                 run.spend.c_h, run.budget.humans_left)  # fmt: skip
+
+    n_h = humans_for(rest)
     judged, errs = calibration_errors(run, cal, cheap)
     checked = run.cfg.summary_audit == "checked" and run.p.texts is not None
     if run.kind.graded and checked and n_h > 0:
         # the check's slice first (its humans, and with target "llm" the LLM), then as
         # many humans as the money left pays, in the order the check allows
         rest = checked_order(run, rest, cheap, n_h)
-        n_h = audit_human_count(
-            run.budget.remaining,
-            len(rest),
-            run.rec.price(cheap),
-            run.spend.c_h,
-            run.budget.humans_left,
-        )
+        n_h = humans_for(rest)
     elif run.kind.graded and checked:
         run.report.auditor_order = "random: no human summary to check (summary_audit=checked)"
     elif run.kind.graded and run.cfg.summary_audit != "calibrated":
