@@ -748,7 +748,8 @@ def test_summary_checked_audit_on_recorded_summaries(shared_data_dir, setting):
     assert len(after_f) == len(after) and set(after_f) != set(after)
     assert focus[after_f].max() > focus[human_f[~human_f].index].min()
     # ... and they are those of summary_audit="random" (Random's plan) at the same seed
-    _, plain = simulate_once(prep, "quorum", setting, 0.3, 0, {"quality": False})
+    random_audit = {"quality": False, "summary_audit": "random"}
+    _, plain = simulate_once(prep, "quorum", setting, 0.3, 0, random_audit)
     human_p = plain.labels.set_index("item_id")["human"]
     assert set(human_f[human_f].index) == set(human_p[human_p].index)
     # the LLM's summaries on the slice as the evidence: bought with the slice, and paid
