@@ -358,7 +358,8 @@ DESCRIPTIONS: dict[str, str] = {
     "summary_audit": (
         "which items get the human summaries when auditing (auditor setting, dollars audit "
         'path). "random" (ours): a random sample, with no calibration and no LLM '
-        'answer on them (the default before issue 39); "longest" (ours): the items with the longest source texts first '
+        'answer on them (the default before issue 39); "longest" (ours): the items with the '
+        "longest source texts first "
         "(an LLM's summary of a long source is further from the human one: +1 ROUGE-1 point "
         "on the bench's news summaries, -1 on SummEval's, docs/router.md); \"lead\" (ours, "
         "issue 39): in the auditor setting the cheapest LLM summarises every item first, then "
@@ -368,7 +369,8 @@ DESCRIPTIONS: dict[str, str] = {
         "first, the sources whose lead is least like the rest (ahead of Random in every dev "
         "cell of the bench's summaries at the setting's human count, but behind Random at "
         'equal spend in the auditor setting, docs/router.md); "central" (ours, issue 39, the '
-        "default): in both settings the sources whose lead is least like the rest first, with no LLM "
+        "default): in both settings the sources whose lead is least like the rest first, with "
+        "no LLM "
         "summary bought before the humans are placed (Random's spend; ahead of Random at "
         "equal spend in most cells of the bench's summaries, a point ahead in few, "
         'docs/router.md); "focused" (ours, issue 39): as "central", with the humans on the '
