@@ -261,9 +261,12 @@ def probe_worth_more(run: QuorumRun, probe: list[int], step: int, fallback: str)
     The expected loss of choosing now, E[max_a V_a - V_pick], is estimated by
     ``probe_bootstrap`` resamples of the probe items (each LLM's expected quality V_a as
     :func:`choose_llm` computes it, at the money left); the price of ``step`` more items is
-    the probed LLMs' answers on them, in the quality that money would buy as humans beside
-    the LLM picked now, step * sum(c_a) / (c_H - c_pick) * (q_H - acc_pick) / N. The probe
-    goes on while the loss is larger: it stops early both when the choice is clear and when
+    every LLM's answers on them, those :func:`probe_panel` leaves out of the probe included
+    (an LLM not asked scores 0 on the probe, not NaN), in the quality that money would buy
+    as humans beside the LLM picked now, step * sum(c_a) / (c_H - c_pick) * (q_H -
+    acc_pick) / N: a price above what a step costs, which stops the probe early (pricing
+    only the LLMs asked was tried in issue 35d, docs/router.md). The probe goes on while
+    the loss is larger: it stops early both when the choice is clear and when
     the LLMs are worth about the same (docs/router.md, "Span tasks")."""
     sp, cfg = run.spend, run.cfg
     base = run.llm_names.index(fallback)
