@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from live_servers.compiled_cache import ROOT, one_compile_at_a_time
 from live_servers.reply_endpoint import endpoint  # noqa: F401 (a fixture for every test file)
 from live_servers.sessions import (  # noqa: F401 (one Label Studio, Chromium, llama.cpp a process)
     label_studio,
@@ -52,6 +53,30 @@ def _weight(item: pytest.Item) -> int:
     if item.get_closest_marker("slow"):
         return 5
     return int(_shares_a_costly_fixture(item))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """No numba function compiled twice in a run (:func:`one_compile_at_a_time`); under
+    pytest-xdist the controller fills the compiled loops' cache at a lower priority while
+    the workers start (``live_servers/compiled_cache.py``), stopped at the end if still
+    running."""
+    one_compile_at_a_time()
+    if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses", 0):
+        return
+    import subprocess
+    import sys
+
+    warm = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "live_servers" / "compiled_cache.py")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=lambda: os.nice(10),
+    )  # fmt: skip
+
+    def stop() -> None:
+        if warm.poll() is None:
+            warm.kill()
+        warm.wait()
+
+    config.add_cleanup(stop)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -11,5 +11,7 @@
 - ``models``: deterministic local models; ``routers``: a small deterministic router;
 - ``scripted_team``: scripted people answering while a run waits (the file queue's
   ``FileQueueTeam``, Label Studio's ``LabelStudioPeople``), for the tests and the scenario
-  scripts.
+  scripts;
+- ``compiled_cache``: the compiled (numba) routing loops compiled once per run, not once per
+  xdist worker (a lock around their compilation, a warm-up the xdist controller starts).
 """

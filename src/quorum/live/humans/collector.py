@@ -143,8 +143,11 @@ class AnswerCollector:
             for r in tasks.to_dict("records"):  # oldest first: a pending task wins
                 if r["item_id"] not in by_item or r["status"] == "pending":
                     by_item[r["item_id"]] = r
-            slots = self.book.labels()
-            slots_of = {k: g for k, g in slots.groupby("request_key")} if len(slots) else {}
+            # every task's slots as records, in one pass over the ledger's rows (a pandas
+            # group and its records per task was most of a waiting run's CPU)
+            slots_of: dict[str, list[dict]] = {}
+            for slot in self.book.labels().to_dict("records"):  # task and slot order
+                slots_of.setdefault(slot["request_key"], []).append(slot)
             for iid, item_rows in rows.items():
                 task = by_item.get(iid)
                 if task is None:
@@ -163,7 +166,7 @@ class AnswerCollector:
             h.queue.withdraw(got.done)
         return got
 
-    def _attach(self, task: dict, rows: list, slots: pd.DataFrame | None, got: Collected) -> None:
+    def _attach(self, task: dict, rows: list, slots: list[dict] | None, got: Collected) -> None:
         """Attach one task's answer rows: each person's latest row corrects their slot,
         fills a free slot, is an extra label beyond ``wanted`` or a late answer."""
         key, iid, status = task["request_key"], task["item_id"], task["status"]
@@ -186,10 +189,10 @@ class AnswerCollector:
             s.have[who] = {"label": label}
         self._after(key, iid, status, got, filled, changed, late, not s.free)
 
-    def _slots(self, slots: pd.DataFrame | None, wanted: int) -> _Slots:
-        """A task's slots as the ledger holds them."""
+    def _slots(self, slots: list[dict] | None, wanted: int) -> _Slots:
+        """A task's slots (records of :meth:`HumanBook.labels`) as the ledger holds them."""
         out = _Slots()
-        for s in [] if slots is None else slots.to_dict("records"):
+        for s in slots or []:
             if s["status"] == "open":
                 out.free.append(int(s["slot"]))
             elif s["status"] == "withdrawn":
