@@ -115,8 +115,15 @@ def people_of(url: str, users: list[dict], admin: str, gold: dict[str, str]) -> 
 
 
 def project(
-    out: Path, data: Path, ls_url: str, llm: str, n: int, model: str, depth: int | None = None,
-    method: str = "quorum", target: float | None = None,
+    out: Path,
+    data: Path,
+    ls_url: str,
+    llm: str,
+    n: int,
+    model: str,
+    depth: int | None = None,
+    method: str = "quorum",
+    target: float | None = None,
 ) -> Path:
     (out / "prompt.txt").write_text(
         "Is this movie review negative or positive? Review: {text}\n"
