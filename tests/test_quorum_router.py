@@ -693,6 +693,10 @@ def test_summary_central_audit_on_recorded_summaries(shared_data_dir, setting, m
         order = pd.Series(source_focus(texts.tolist(), 3, score), index=texts.index)
     human = res.labels.set_index("item_id")["human"]
     assert order[human[human].index].max() <= order[human[~human].index].min() + 1e-12
+    if mode == "central":  # the default order (issue 39): a router told nothing routes so
+        _, default = simulate_once(prep, "quorum", setting, 0.3, 0, {"quality": False})
+        assert default.info["auditor_order"] == res.info["auditor_order"]
+        assert default.labels.equals(res.labels)
 
 
 @pytest.mark.realdata
