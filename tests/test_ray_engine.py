@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
 import numpy as np
@@ -39,6 +40,16 @@ def test_engine_names(monkeypatch):
     assert resolve_engine() == "ray" and resolve_engine("local") == "local"
     with pytest.raises(ValueError, match="unknown engine"):
         resolve_engine("spark")
+
+
+def test_local_workers_run_at_this_process_priority(ray_local):
+    """Not Ray's default niceness of 15, at which a busy machine starves the run's tasks."""
+
+    @ray_local.remote
+    def niceness() -> int:
+        return os.nice(0)
+
+    assert ray_local.get(niceness.remote()) == os.nice(0)
 
 
 def test_features_on_ray_match_local(ray_local, shared_data_dir):
