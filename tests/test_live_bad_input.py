@@ -1,5 +1,12 @@
 """Bad input: every case gets a clear error (one line, or a list of problems) and a non-zero
-exit code, never a traceback or a silent "finished"."""
+exit code, never a traceback or a silent "finished".
+
+Most cases run ``quorum`` in this process (:func:`live_servers.fixtures.quorum_here`, the
+same typer app; an uncaught exception's traceback is appended to stderr, so ``_fails``
+still sees it). The zero budget, the missing credentials and the cases whose message is a
+log line (a dead or garbled endpoint) run the real command in a subprocess, as a user
+starts it: its log goes to its own stderr whatever handlers earlier tests left in this
+process."""
 
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ from live_servers.fixtures import (
     FakeServer,
     free_port,
     quorum,
+    quorum_here,
     sst2_items,
     write_project,
 )
@@ -65,7 +73,7 @@ def _fails(res: subprocess.CompletedProcess, *words: str) -> str:
 def test_text_template(tmp_path, shared_data_dir, template, words) -> None:
     items = {**sst2_items(shared_data_dir, 4), "text_template": template}
     proj = write_project(tmp_path, _project(shared_data_dir, items=items))
-    _fails(quorum("annotate", str(proj)), *words)
+    _fails(quorum_here("annotate", str(proj)), *words)
 
 
 @contextlib.contextmanager
@@ -96,22 +104,22 @@ def _read_only(folder: Path):
 def test_read_only_project_folder(tmp_path, shared_data_dir) -> None:
     proj = write_project(tmp_path / "ro", _project(shared_data_dir))
     with _read_only(proj.parent):
-        line = _fails(quorum("annotate", str(proj)), "cannot write the ledger", ".quorum")
+        line = _fails(quorum_here("annotate", str(proj)), "cannot write the ledger", ".quorum")
     assert "writable" in line
 
 
 def test_export_to_an_unwritable_path(tmp_path, shared_data_dir) -> None:
     proj = write_project(tmp_path, _project(shared_data_dir))
-    assert quorum("annotate", str(proj), "--quiet").returncode == 0
+    assert quorum_here("annotate", str(proj), "--quiet").returncode == 0
     (tmp_path / "a-file").write_text("x")
     _fails(
-        quorum("export", str(proj), "-o", str(tmp_path / "a-file" / "labels.csv")),
+        quorum_here("export", str(proj), "-o", str(tmp_path / "a-file" / "labels.csv")),
         "cannot write the export to",
         "a-file is a file, not a folder",
     )
     (tmp_path / "out").mkdir()
     with _read_only(tmp_path / "out"):
-        _fails(quorum("export", str(proj), "-o", str(tmp_path / "out" / "labels.csv")),
+        _fails(quorum_here("export", str(proj), "-o", str(tmp_path / "out" / "labels.csv")),
                "cannot write the export to")  # fmt: skip
 
 
@@ -122,7 +130,7 @@ def test_budget_zero(tmp_path, shared_data_dir) -> None:
 
 def test_budget_below_one_call(tmp_path, shared_data_dir) -> None:
     proj = write_project(tmp_path, _project(shared_data_dir, budget={"limit": 0.0005}))
-    _fails(quorum("annotate", str(proj)), "below the price of one call", "'kw'")
+    _fails(quorum_here("annotate", str(proj)), "below the price of one call", "'kw'")
 
 
 def test_the_only_llm_endpoint_is_dead(tmp_path, shared_data_dir) -> None:
@@ -171,7 +179,7 @@ def test_prompt_file_with_any_name(tmp_path, shared_data_dir) -> None:
         llm = {"name": "llm", "model": "openai/x", "api_base": srv.api_base, "price": 0.001,
                "prompt": "prompts/sst2.prompt"}  # fmt: skip
         proj = write_project(tmp_path, _project(shared_data_dir, annotators=[llm]))
-        res = quorum("annotate", str(proj), "--quiet")
+        res = quorum_here("annotate", str(proj), "--quiet")
         assert res.returncode == 0, res.stderr
         assert [json.loads(r) for r in srv.log.read_text().splitlines()]
     con = sqlite3.connect(tmp_path / ".quorum" / "ledger.sqlite")
@@ -180,13 +188,13 @@ def test_prompt_file_with_any_name(tmp_path, shared_data_dir) -> None:
     assert sent and all(p.startswith("Review: ") for p in sent)
     llm["prompt"] = "prompts/sst2.tmpl"  # a path that does not exist
     write_project(tmp_path, _project(shared_data_dir, annotators=[llm]))
-    _fails(quorum("annotate", str(proj)), "prompt file not found", "sst2.tmpl")
+    _fails(quorum_here("annotate", str(proj)), "prompt file not found", "sst2.tmpl")
 
 
 def test_items_path_is_a_folder(tmp_path, shared_data_dir) -> None:
     items = {**sst2_items(shared_data_dir, 4), "path": str(shared_data_dir / "sst2_dev")}
     proj = write_project(tmp_path, _project(shared_data_dir, items=items))
-    _fails(quorum("annotate", str(proj)), "is a folder, not a file", "sst2_dev.csv")
+    _fails(quorum_here("annotate", str(proj)), "is a folder, not a file", "sst2_dev.csv")
 
 
 def test_broken_jsonl_line(tmp_path, shared_data_dir) -> None:
@@ -197,4 +205,31 @@ def test_broken_jsonl_line(tmp_path, shared_data_dir) -> None:
     data = _project(shared_data_dir, items=items)
     data["annotators"] = [KW, {"name": "h", "kind": "human", "price": 0.1}]
     proj = write_project(tmp_path, data)
-    _fails(quorum("annotate", str(proj)), "line 3", "not valid JSON")
+    _fails(quorum_here("annotate", str(proj)), "line 3", "not valid JSON")
+
+
+def test_annotate_twice_in_one_process_logs_to_each_stderr(tmp_path, shared_data_dir) -> None:
+    """The second command of a process (a notebook, typer's CliRunner) logs to its own
+    stderr, not to the first one's, closed by then ("Logging error", lines lost)."""
+    import logging
+
+    from typer.testing import CliRunner
+
+    from quorum.cli.main import app
+
+    logger = logging.getLogger("quorum.live")
+    was = (list(logger.handlers), logger.level, logger.propagate)
+    logger.handlers[:] = []  # as in a new process
+    try:
+        errs = []
+        for name in ("one", "two"):
+            proj = write_project(tmp_path / name, _project(shared_data_dir))
+            res = CliRunner().invoke(app, ["annotate", str(proj)])
+            assert res.exit_code == 0, res.output
+            errs.append(res.stderr)
+    finally:
+        logger.handlers[:] = was[0]
+        logger.setLevel(was[1])
+        logger.propagate = was[2]
+    for err in errs:
+        assert "INFO quality checks:" in err and "Logging error" not in err, err

@@ -289,7 +289,7 @@ def test_waiting_is_idle(tmp_path, shared_data_dir) -> None:
 
 def test_negative_wait_is_rejected(tmp_path, shared_data_dir) -> None:
     proj = write_project(tmp_path, _cascade(shared_data_dir, n=3))
-    res = quorum("annotate", str(proj), "--wait", "-5")
+    res = quorum_here("annotate", str(proj), "--wait", "-5")
     assert res.returncode != 0 and "--wait" in res.stderr and "-5" in res.stderr
     assert not (tmp_path / ".quorum").exists()
 

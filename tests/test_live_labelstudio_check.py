@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from live_servers.fixtures import SST2_TASK, FakeServer, free_port, quorum, write_project
+from live_servers.fixtures import SST2_TASK, FakeServer, free_port, quorum_here, write_project
 from test_labelstudio import TOKEN_ENV, server  # noqa: F401 - the module's Label Studio
 
 pytestmark = [pytest.mark.slow]
@@ -41,11 +41,17 @@ def _project(tmp_path, api_base: str, url: str, **ls) -> str:
     )
 
 
-def test_wrong_url_is_one_error_before_any_call(tmp_path) -> None:
+def _annotate(proj: str, token: str, monkeypatch: pytest.MonkeyPatch):
+    """``quorum annotate proj`` in this process, the token in the environment."""
+    monkeypatch.setenv(TOKEN_ENV, token)
+    return quorum_here("annotate", proj)
+
+
+def test_wrong_url_is_one_error_before_any_call(tmp_path, monkeypatch) -> None:
     with FakeServer(tmp_path, name="llm") as srv:
         proj = _project(tmp_path, srv.api_base, f"http://127.0.0.1:{free_port()}")
         t0 = time.monotonic()
-        r = quorum("annotate", proj, extra_env={TOKEN_ENV: "0123456789abcdef" * 2})
+        r = _annotate(proj, "0123456789abcdef" * 2, monkeypatch)
         took = time.monotonic() - t0
         assert srv.requests() == []  # nothing paid
     assert r.returncode == 2, r.stdout + r.stderr
@@ -54,16 +60,20 @@ def test_wrong_url_is_one_error_before_any_call(tmp_path) -> None:
     assert "Traceback" not in r.stderr and took < 60
 
 
-def test_refused_token_and_foreign_project_are_one_error(tmp_path, server) -> None:  # noqa: F811
+def test_refused_token_and_foreign_project_are_one_error(
+    tmp_path,
+    server,  # noqa: F811
+    monkeypatch,
+) -> None:
     with FakeServer(tmp_path, name="llm") as srv:
         proj = _project(tmp_path / "a", srv.api_base, server.url)
-        r = quorum("annotate", proj, extra_env={TOKEN_ENV: "f" * 40})
+        r = _annotate(proj, "f" * 40, monkeypatch)
         assert r.returncode == 2, r.stdout + r.stderr
         assert "refused the token" in r.stderr and TOKEN_ENV in r.stderr
         assert "f" * 40 not in r.stdout + r.stderr
         # a project id that does not exist (or is not the user's)
         proj = _project(tmp_path / "b", srv.api_base, server.url, project_id=999)
-        r = quorum("annotate", proj, extra_env={TOKEN_ENV: server.admin.token})
+        r = _annotate(proj, server.admin.token, monkeypatch)
         assert r.returncode == 2, r.stdout + r.stderr
         assert "may not use project" in r.stderr
         assert srv.requests() == []

@@ -17,10 +17,17 @@ if TYPE_CHECKING:
 
 
 def _setup_logging(quiet: bool) -> None:
-    """Log lines to stderr: rich on a terminal, plain unwrapped lines otherwise."""
+    """Log lines to stderr: rich on a terminal, plain unwrapped lines otherwise.
+
+    A handler someone else put on the ``quorum.live`` logger is left as the only one. The
+    handler a previous command of this process added is replaced by one on the current
+    ``sys.stderr``: the command may run again in one process (a notebook, typer's
+    ``CliRunner``), and the stream the old one wrote to may be closed by then."""
     import sys
 
     logger = logging.getLogger("quorum.live")
+    for old in [h for h in logger.handlers if getattr(h, "_quorum_cli", False)]:
+        logger.removeHandler(old)
     if not logger.handlers:
         h: logging.Handler
         if sys.stderr.isatty():
@@ -34,6 +41,7 @@ def _setup_logging(quiet: bool) -> None:
         else:
             h = logging.StreamHandler(sys.stderr)
             h.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+        h._quorum_cli = True  # type: ignore[attr-defined]
         logger.addHandler(h)
     logger.setLevel(logging.ERROR if quiet else logging.INFO)
     logger.propagate = False
