@@ -100,6 +100,36 @@ def _source(cfg, ledger) -> LiveSource:
     )  # fmt: skip
 
 
+def test_a_fixed_price_run_on_its_own_server_does_not_import_litellm(
+    tmp_path, shared_data_dir
+) -> None:
+    """An LLM at its own ``api_base`` with a fixed price never needs litellm (no cost map,
+    no token count for a price bound), so ``quorum annotate`` does not import it (about 5 s
+    of CPU a run); its calls have no ``token_cost``."""
+    import subprocess
+    import sys
+
+    from live_servers.fixtures import ROOT, env
+
+    data = _project(tmp_path, shared_data_dir, "http://127.0.0.1:1/v1", n=6)
+    with FakeServer(tmp_path, "--latency", "0.01") as srv:
+        data["annotators"] = [_llm("fake-a", srv.api_base, price=0.002)]
+        path = write_project(tmp_path, data)
+        code = (
+            "import sys\nfrom quorum.live.project.config import load_project\n"
+            "from quorum.live.run.runner import annotate\n"
+            f"s = annotate(load_project({str(path)!r}), quiet=True)\n"
+            "print(s.status, s.labelled, 'litellm' in sys.modules)"
+        )
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=env(), cwd=str(ROOT), timeout=120)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split() == ["finished", "6", "False"]
+    calls = [c for c in _calls(load_project(path)) if c["annotator"] == "fake-a"]
+    assert len(calls) >= 6 and all(c["token_cost"] is None for c in calls)
+    assert all(c["cost_source"] == "fixed price" for c in calls)
+
+
 def test_annotate_many_is_concurrent_and_rate_limited(tmp_path, shared_data_dir) -> None:
     with FakeServer(tmp_path, "--latency", "0.2") as srv:
         proj = _project(tmp_path, shared_data_dir, srv.api_base, n=40, concurrency=64)

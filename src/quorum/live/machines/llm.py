@@ -43,13 +43,21 @@ log = logging.getLogger("quorum.live")
 
 
 class TokenPrices:
-    """Per-token prices of a model: from the config, else from litellm's cost map."""
+    """Per-token prices of a model: from the config, else from litellm's cost map.
+
+    The cost map is not read for an annotator with a fixed ``price`` at its own
+    ``api_base``: there its token prices would only fill the ledger's informational
+    ``token_cost``, and a list price of the model's name says nothing of what a self-hosted
+    or proxy server charges. Reading it means importing litellm (about 5 s of CPU), which
+    every ``quorum annotate`` against a local server paid for nothing. Our choice
+    (docs/live.md, "Cost"); per-token prices in the config still fill ``token_cost``."""
 
     def __init__(self, cfg: AnnotatorConfig) -> None:
         self.input = cfg.input_cost_per_token
         self.output = cfg.output_cost_per_token
         self.source = "config"
-        if self.input is None or self.output is None:
+        own_server_fixed_price = cfg.price is not None and bool(cfg.api_base)
+        if (self.input is None or self.output is None) and not own_server_fixed_price:
             info = None
             try:
                 info = get_litellm().get_model_info(cfg.model)
