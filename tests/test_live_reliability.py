@@ -83,3 +83,26 @@ def test_durations() -> None:
     assert parse_duration("90") == 90.0 and parse_duration("1.5h") == 5400.0
     with pytest.raises(ValueError, match="not a duration"):
         parse_duration("soon")
+
+
+def test_a_refit_on_the_same_checked_labels_reuses_the_fit() -> None:
+    """A live run refits after every collect; a collect that brings only a first label of a
+    task without gold leaves the checked labels as they were, and the Dawid-Skene fit is
+    taken from the cache: the same reliabilities as a fresh fit."""
+    from quorum.live.humans import reliability as rel_mod
+
+    frame, truth = _team_frame(seed=3)
+    gold = dict(list(truth.items())[:5])
+    rel_mod._soft_correct_rows.cache_clear()
+    first = estimate(frame, gold, n_classes=2)
+    more = pd.concat([frame, pd.DataFrame([("new", "ann", "1")], columns=frame.columns)])
+    again = estimate(more, gold, n_classes=2)  # one label on a new task: nothing checked
+    info = rel_mod._soft_correct_rows.cache_info()
+    assert (info.misses, info.hits) == (1, 1)
+    for p in ("ann", "bea", "bad"):
+        assert again.accuracy(p) == first.accuracy(p)
+    rel_mod._soft_correct_rows.cache_clear()
+    fresh = estimate(more, gold, n_classes=2)
+    assert {p: fresh.accuracy(p) for p in ("ann", "bea", "bad")} == {
+        p: again.accuracy(p) for p in ("ann", "bea", "bad")
+    }

@@ -48,6 +48,7 @@ about the others is outvoted on that label only.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -445,22 +446,41 @@ def _unanimous(checked: pd.DataFrame, gold: Mapping[str, str]) -> bool:
 
 def _soft_correct(checked: pd.DataFrame, gold: Mapping[str, str]) -> pd.Series:
     """The Dawid-Skene probability that each checked label is the item's true label."""
+    rows = tuple(zip(checked["task"], checked["worker"], checked["label"], strict=True))
+    gold_items = tuple(gold.items())
+    try:
+        hash(gold_items)
+    except TypeError:  # a gold label that cannot be a cache key: fitted without the cache
+        return pd.Series(_soft_correct_rows.__wrapped__(rows, gold_items), index=checked.index)
+    return pd.Series(_soft_correct_rows(rows, gold_items), index=checked.index)
+
+
+@functools.lru_cache(maxsize=16)
+def _soft_correct_rows(
+    rows: tuple[tuple[str, str, str], ...], gold_items: tuple[tuple[str, str], ...]
+) -> list[float]:
+    """:func:`_soft_correct` of the ``task, worker, label`` rows, in their order. Kept for
+    the last few inputs: a live run refits after every collect, and a collect that brings
+    only first labels of tasks without gold leaves the checked labels as they were (a
+    crowd-kit fit of 100 labels takes about half a second)."""
     from crowdkit.aggregation import DawidSkene
 
-    seen = set(checked["label"])
+    gold = dict(gold_items)
+    data = pd.DataFrame(list(rows), columns=["task", "worker", "label"])
+    seen = set(data["label"])
+    tasks = set(data["task"])
     truth = pd.Series(
-        {t: lab for t, lab in gold.items() if t in set(checked["task"]) and lab in seen},
-        dtype=object,
+        {t: lab for t, lab in gold.items() if t in tasks and lab in seen}, dtype=object
     )
     ds = DawidSkene(n_iter=100)
-    data = checked.reset_index(drop=True)
     with warnings.catch_warnings():  # crowd-kit 1.4 uses pandas keywords pandas 3 deprecates
         warnings.simplefilter("ignore")
         probas = ds.fit_predict_proba(data, truth if len(truth) else None)
     p = [float(probas.at[t, lab]) for t, lab in zip(data["task"], data["label"], strict=True)]
-    out = pd.Series(p, index=checked.index)
     # an item whose gold label nobody gave: every label on it is wrong
     for t, lab in gold.items():
         if lab not in seen:
-            out.loc[checked.index[(checked["task"] == t).to_numpy()]] = 0.0
-    return out
+            for i, task in enumerate(data["task"]):
+                if task == t:
+                    p[i] = 0.0
+    return p
