@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 from live_servers.compiled_cache import ROOT, one_compile_at_a_time
+from live_servers.fixtures import quorum_live_logger_kept
 from live_servers.reply_endpoint import endpoint  # noqa: F401 (a fixture for every test file)
 from live_servers.sessions import (  # noqa: F401 (one Label Studio, Chromium, llama.cpp a process)
     label_studio,
@@ -107,14 +108,8 @@ def _quorum_live_logger_put_back() -> Iterator[None]:
     (typer's ``CliRunner``: ``annotate``, ``plan``) adds a handler on its stderr, which
     would otherwise stay for every later test of the worker (and write to a closed
     stream)."""
-    import logging
-
-    logger = logging.getLogger("quorum.live")
-    was = (list(logger.handlers), logger.level, logger.propagate)
-    yield
-    logger.handlers[:] = was[0]
-    logger.setLevel(was[1])
-    logger.propagate = was[2]
+    with quorum_live_logger_kept():
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,7 @@ from live_servers.fixtures import (
     free_port,
     quorum,
     quorum_here,
+    quorum_live_logger_kept,
     sst2_items,
     write_project,
 )
@@ -211,25 +212,17 @@ def test_broken_jsonl_line(tmp_path, shared_data_dir) -> None:
 def test_annotate_twice_in_one_process_logs_to_each_stderr(tmp_path, shared_data_dir) -> None:
     """The second command of a process (a notebook, typer's CliRunner) logs to its own
     stderr, not to the first one's, closed by then ("Logging error", lines lost)."""
-    import logging
-
     from typer.testing import CliRunner
 
     from quorum.cli.main import app
 
-    logger = logging.getLogger("quorum.live")
-    was = (list(logger.handlers), logger.level, logger.propagate)
-    logger.handlers[:] = []  # as in a new process
-    try:
-        errs = []
+    errs = []
+    with quorum_live_logger_kept() as logger:
+        logger.handlers[:] = []  # as in a new process
         for name in ("one", "two"):
             proj = write_project(tmp_path / name, _project(shared_data_dir))
             res = CliRunner().invoke(app, ["annotate", str(proj)])
             assert res.exit_code == 0, res.output
             errs.append(res.stderr)
-    finally:
-        logger.handlers[:] = was[0]
-        logger.setLevel(was[1])
-        logger.propagate = was[2]
     for err in errs:
         assert "INFO quality checks:" in err and "Logging error" not in err, err

@@ -106,16 +106,6 @@ def test_unparseable_answers_are_a_loud_warning(tmp_path, shared_data_dir, caplo
     assert "Review: " in res.output and "Is the movie review positive?" not in res.output
 
 
-@pytest.fixture(autouse=True)
-def _live_logger():
-    """The CLI sets up the quorum.live logger (own handler, no propagation): undo it."""
-    lg = logging.getLogger("quorum.live")
-    handlers, propagate, level = list(lg.handlers), lg.propagate, lg.level
-    yield
-    lg.handlers[:] = handlers
-    lg.propagate, lg.level = propagate, level
-
-
 # -- 3. the router never plans money the ledger has spent --------------------------------
 @pytest.mark.realdata
 def test_router_never_plans_money_the_ledger_spent(tmp_path, shared_data_dir, caplog) -> None:

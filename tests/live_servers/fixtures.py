@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import signal
 import socket
@@ -131,6 +132,21 @@ def quorum(*args: str, timeout: float = 180, extra_env: dict | None = None):
     )
 
 
+@contextmanager
+def quorum_live_logger_kept() -> Iterator[logging.Logger]:
+    """The ``quorum.live`` logger (its handlers, level and propagation) put back as it was
+    when the block ends: an in-process command (``annotate``, ``plan``) adds a handler on
+    its own stderr."""
+    logger = logging.getLogger("quorum.live")
+    was = (list(logger.handlers), logger.level, logger.propagate)
+    try:
+        yield logger
+    finally:
+        logger.handlers[:] = was[0]
+        logger.setLevel(was[1])
+        logger.propagate = was[2]
+
+
 def quorum_here(*args: str) -> subprocess.CompletedProcess:
     """Run a ``quorum`` command in this process, through the same typer app and options as
     the CLI (typer's ``CliRunner``), where the subprocess is not what a test checks (a kill
@@ -139,21 +155,14 @@ def quorum_here(*args: str) -> subprocess.CompletedProcess:
     exception's traceback at its end, as Python prints it). The ``quorum.live`` logger
     that ``annotate`` sets up for its stderr is put back as it was afterwards (caplog reads
     it). Not where a test sets the environment (use :func:`quorum`)."""
-    import logging
     import traceback
 
     from typer.testing import CliRunner
 
     from quorum.cli.main import app
 
-    logger = logging.getLogger("quorum.live")
-    was = (list(logger.handlers), logger.level, logger.propagate)
-    try:
+    with quorum_live_logger_kept():
         res = CliRunner().invoke(app, list(args))
-    finally:
-        logger.handlers[:] = was[0]
-        logger.setLevel(was[1])
-        logger.propagate = was[2]
     err = res.stderr
     if res.exception is not None and not isinstance(res.exception, SystemExit):
         err += "".join(traceback.format_exception(res.exception))

@@ -476,11 +476,9 @@ def _soft_correct_rows(
     with warnings.catch_warnings():  # crowd-kit 1.4 uses pandas keywords pandas 3 deprecates
         warnings.simplefilter("ignore")
         probas = ds.fit_predict_proba(data, truth if len(truth) else None)
-    p = [float(probas.at[t, lab]) for t, lab in zip(data["task"], data["label"], strict=True)]
     # an item whose gold label nobody gave: every label on it is wrong
-    for t, lab in gold.items():
-        if lab not in seen:
-            for i, task in enumerate(data["task"]):
-                if task == t:
-                    p[i] = 0.0
-    return p
+    unseen = {t for t, lab in gold.items() if lab not in seen}
+    return [
+        0.0 if t in unseen else float(probas.at[t, lab])
+        for t, lab in zip(data["task"], data["label"], strict=True)
+    ]

@@ -50,8 +50,8 @@ class TokenPrices:
     ``token_cost``, and a list price of the model's name says nothing of what a self-hosted
     or proxy server charges. Reading it means importing litellm (5 s of CPU alone, about
     1.2 s beside QUORUM's own imports), which every ``quorum annotate`` against a local
-    server paid for nothing. Our choice
-    (docs/live.md, "Cost"); per-token prices in the config still fill ``token_cost``."""
+    server paid for nothing. Our choice (docs/live.md, "Cost"); per-token prices in the
+    config still fill ``token_cost``."""
 
     def __init__(self, cfg: AnnotatorConfig) -> None:
         self.input = cfg.input_cost_per_token
