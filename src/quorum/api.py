@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,8 +25,17 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import ValidationError
 
-from quorum.data.schema import GOLD_HUMAN, AnnotatorSpec, Dataset, TaskSpec, TaskType
+from quorum.data.schema import (
+    GOLD_HUMAN,
+    AnnotatorSpec,
+    Dataset,
+    TaskSpec,
+    TaskType,
+    drop_unusable,
+    label_str,
+)
 from quorum.errors import DataValidationError, UnsupportedTaskError
 from quorum.routing.core.base import Router, RoutingResult
 
@@ -60,7 +70,9 @@ def replay(
     prices: Mapping[str, float],
     human: str,
     items: pd.DataFrame | Mapping[str, str] | None = None,
-    task_type: Literal["classification", "multiple_choice", "summarization"] = "classification",
+    task_type: Literal[
+        "classification", "multiple_choice", "summarization", "pairwise", "multilabel", "spans"
+    ] = "classification",
     labels: Sequence[str] | None = None,
     setting: Literal["dollars", "auditor"] = "dollars",
     budget: float = 0.3,
@@ -75,8 +87,10 @@ def replay(
     """Route recorded answers under a budget, as if the annotators were called.
 
     ``answers``: one row per recorded answer, ``item_id, annotator, output`` (or
-    crowd-kit's ``task, worker, label``); ``human`` names the annotator a paid human label
-    returns; ``prices`` every annotator's price per answer (the human's included);
+    crowd-kit's ``task, worker, label``, read where ours are absent; a missing or blank
+    output is no answer, and labels are strings, ``1.0`` being ``"1"``); ``human`` names
+    the annotator a paid human label returns; ``prices`` every annotator's price per
+    answer (the human's included);
     ``items`` each item's text (``item_id, text`` frame or id -> text; default: the ids).
     ``budget``: dollars, a share of labelling every item by humans; auditor, a share of
     the items a human may label. ``features``: "full" (the paper's phi(d_t), cached) or
@@ -172,7 +186,13 @@ def _replay_dataset(
     labels: Sequence[str] | None,
     language: str,
 ) -> Dataset:
-    """:func:`replay`'s inputs checked and made a :class:`Dataset` (one clear error each)."""
+    """:func:`replay`'s inputs checked and made a :class:`Dataset` (one clear error each).
+
+    Answers are read by the datasets' one rule (docs/datasets.md, "Answers"): a missing or
+    blank output is no answer, and labels are compared in their canonical form
+    (:func:`~quorum.data.schema.label_str`: ``1.0`` is ``"1"``, ``" pos "`` is ``"pos"``),
+    the label set found included."""
+    ttype = _task_type(task_type)
     ans = _long_frame(answers)
     recorded = set(ans["annotator"])
     missing = sorted((recorded | {human}) - set(prices))
@@ -180,7 +200,7 @@ def _replay_dataset(
         raise DataValidationError(f"prices: no price for annotator(s) {missing}")
     for a in sorted(recorded | {human}):
         p = prices[a]
-        ok = isinstance(p, int | float) and not isinstance(p, bool)
+        ok = isinstance(p, numbers.Real) and not isinstance(p, bool | np.bool_)
         if not ok or not math.isfinite(p) or not 0 <= p <= MAX_PRICE:
             raise DataValidationError(
                 f"prices: annotator {a!r} has price {p!r}; a price is a finite number from "
@@ -196,23 +216,52 @@ def _replay_dataset(
         raise DataValidationError(
             f"human {human!r} has no recorded answers; annotators: {sorted(recorded)}"
         )
-    ttype = TaskType(task_type)
-    if ttype.has_labels and labels is None:
-        labels = sorted(ans["output"].dropna().astype(str).unique())
+    item_frame = _items_frame(items, ans)  # an item whose answers are all blank stays
+    ans, _, _ = drop_unusable(ans, None)  # missing and blank outputs: no answer
+    if ttype.has_labels:
+        if labels is None:
+            labels = sorted({label_str(x) for x in ans["output"]})
+        else:
+            labels = [label_str(x) for x in labels]
+        if not labels:
+            raise DataValidationError(
+                "answers: no usable answer (every output is missing or blank), so there is "
+                "no label set; pass labels=[...] or answers with outputs"
+            )
     specs = [
         AnnotatorSpec(name=a, kind="human" if a == human else "llm", price=float(prices[a]))
         for a in sorted(recorded)
     ]
-    task = TaskSpec(
-        name="replay",
-        type=ttype,
-        labels=list(labels) if labels is not None else None,
-        annotators=specs,
-        human=human,
-        human_price=float(prices[human]),
-        language=language,
-    )
-    return Dataset(task, _items_frame(items, ans), ans, source="quorum.replay")
+    try:
+        task = TaskSpec(
+            name="replay",
+            type=ttype,
+            labels=list(labels) if labels is not None else None,
+            annotators=specs,
+            human=human,
+            human_price=float(prices[human]),
+            language=language,
+        )
+    except ValidationError as exc:
+        raise DataValidationError(f"replay task: {_first_error(exc)}") from None
+    return Dataset(task, item_frame, ans, source="quorum.replay")
+
+
+def _task_type(task_type: str) -> TaskType:
+    """``task_type`` as a :class:`TaskType` (a clear error naming the kinds)."""
+    try:
+        return TaskType(task_type)
+    except ValueError:
+        kinds = [t.value for t in TaskType]
+        raise ValueError(f"task_type must be one of {kinds}, got {task_type!r}") from None
+
+
+def _first_error(exc: ValidationError) -> str:
+    """pydantic's first complaint as one line: where, then what (``labels: ...``)."""
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err.get("loc", ()))
+    msg = str(err.get("msg", exc)).removeprefix("Value error, ")
+    return f"{where}: {msg}" if where else msg
 
 
 def _replay_checks(router: Router, quality: Any, confidence: float | None) -> Any | None:
@@ -291,7 +340,11 @@ def _project(project: Any) -> Any:
 def _long_frame(answers: pd.DataFrame) -> pd.DataFrame:
     if not isinstance(answers, pd.DataFrame):
         raise TypeError(f"answers must be a pandas DataFrame, got {type(answers).__name__}")
-    ans = answers.rename(columns={k: v for k, v in _CROWDKIT.items() if k in answers.columns})
+    cols = set(answers.columns)
+    # crowd-kit's names stand for ours only where ours are absent: a frame of ours may have
+    # a `task` or `label` column of its own (e.g. the task's name), kept as metadata
+    theirs = {k: v for k, v in _CROWDKIT.items() if k in cols and v not in cols}
+    ans = answers.rename(columns=theirs)
     need = [c for c in ("item_id", "annotator", "output") if c not in ans.columns]
     if need:
         raise DataValidationError(

@@ -1,0 +1,106 @@
+"""quorum.replay on the frames a new user brings: labels read as numbers, blank answers,
+a metadata column named like crowd-kit's, prices as numpy scalars, nothing usable. Each
+either runs with the answers read by the datasets' one rule (docs/datasets.md, "Answers")
+or fails with one clear line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import quorum
+from quorum.errors import DataValidationError
+
+PRICES = {"cheap": 0.01, "dear": 0.05, "expert": 0.1}
+
+
+def _answers(n: int = 30) -> pd.DataFrame:
+    """Three annotators on ``n`` items; the expert is always right, the others mostly."""
+    rows = []
+    for k in range(n):
+        gold = "pos" if k % 2 else "neg"
+        other = "neg" if gold == "pos" else "pos"
+        rows += [
+            (f"i{k}", "cheap", gold if k % 3 else other),
+            (f"i{k}", "dear", gold if k % 5 else other),
+            (f"i{k}", "expert", gold),
+        ]
+    return pd.DataFrame(rows, columns=["item_id", "annotator", "output"])
+
+
+def _replay(answers: pd.DataFrame, **kw) -> quorum.RoutingResult:
+    args = {"prices": PRICES, "human": "expert", "features": "light", "budget": 0.5}
+    return quorum.replay(answers, **(args | kw))
+
+
+def test_integer_labels_with_a_missing_answer_read_as_integers() -> None:
+    """An integer column with one NaN is a float column in pandas: 1.0 is the label 1,
+    as in a dataset folder, and the missing answer is no answer."""
+    ints = _answers().assign(output=lambda a: a["output"].map({"neg": 0, "pos": 1}))
+    floats = ints.astype({"output": float})
+    floats.loc[0, "output"] = np.nan
+    result = _replay(floats)
+    assert set(result.labels["output"].dropna()) <= {"0", "1"}
+    assert len(result.labels) == 30 and result.cost <= result.budget_limit + 1e-9
+    same = _replay(ints.astype({"output": float}))
+    pd.testing.assert_frame_equal(same.labels, _replay(ints).labels)
+
+
+def test_blank_answers_are_no_answer_not_a_label() -> None:
+    """'' and '  ' are missing answers (paid, no vote), never a label of the task."""
+    answers = _answers()
+    cheap = answers.index[answers["annotator"] == "cheap"]
+    answers.loc[cheap[::3], "output"] = ""
+    answers.loc[cheap[1::3], "output"] = "  "
+    answers.loc[cheap[2::3], "output"] = " pos "
+    answers.loc[answers["item_id"] == "i7", "output"] = ""  # nobody answered i7
+    result = _replay(answers, budget=0.1)
+    assert set(result.labels["output"].dropna()) <= {"neg", "pos"}
+    assert len(result.labels) == 30  # i7 included
+    paid = result.annotations
+    assert not paid["output"].dropna().astype(str).str.strip().eq("").any()
+
+
+def test_labels_given_as_integers_are_the_label_strings() -> None:
+    ints = _answers().assign(output=lambda a: a["output"].map({"neg": 0, "pos": 1}))
+    result = _replay(ints, labels=[0, 1])
+    assert set(result.labels["output"].dropna()) <= {"0", "1"}
+    pd.testing.assert_frame_equal(result.labels, _replay(ints, labels=["0", "1"]).labels)
+
+
+def test_a_task_column_beside_item_id_is_metadata_not_crowdkit() -> None:
+    """crowd-kit's names are read only where ours are absent: an ``item_id, annotator,
+    output`` frame with a ``task`` (or ``label``) column keeps its own columns."""
+    answers = _answers()
+    want = _replay(answers).labels
+    pd.testing.assert_frame_equal(_replay(answers.assign(task="flute")).labels, want)
+    pd.testing.assert_frame_equal(_replay(answers.assign(label="x", worker="w")).labels, want)
+
+
+@pytest.mark.parametrize("price", [np.float32(0.01), np.int64(0), np.float64(0.01)])
+def test_numpy_prices_are_numbers(price) -> None:
+    result = _replay(_answers(), prices=PRICES | {"cheap": price})
+    assert result.cost <= result.budget_limit + 1e-9
+
+
+def test_no_usable_answer_is_one_clear_line() -> None:
+    answers = _answers().assign(output=np.nan)
+    with pytest.raises(DataValidationError, match="no usable answer") as info:
+        _replay(answers)
+    assert "\n" not in str(info.value)
+    blank = _answers().assign(output=" ")
+    with pytest.raises(DataValidationError, match="no usable answer"):
+        _replay(blank)
+
+
+def test_a_task_the_spec_refuses_is_one_clear_line() -> None:
+    """A multi-label replay needs its label set; pydantic's multi-line report becomes one
+    DataValidationError line."""
+    answers = _answers().assign(output=lambda a: '["' + a["output"] + '"]')
+    with pytest.raises(DataValidationError, match="labels") as info:
+        _replay(answers, task_type="multilabel")
+    assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match="task_type must be one of") as info:
+        _replay(_answers(), task_type="sentiment")
+    assert "\n" not in str(info.value)
