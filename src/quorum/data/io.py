@@ -119,6 +119,8 @@ def _load_bare(folder: Path, items_file: Path, ann_file: Path | None) -> Dataset
     from quorum.tasks.registry import recognise_folder
 
     items = _read_table(items_file)
+    if len(items) == 0:
+        raise DataValidationError(f"{items_file}: no items (the file has no data rows)")
     answers = _read_table(ann_file, allow_empty=True) if ann_file else pd.DataFrame()
     kind = recognise_folder(items, answers)
     if kind is None:
@@ -127,8 +129,15 @@ def _load_bare(folder: Path, items_file: Path, ann_file: Path | None) -> Dataset
             f"columns (items: {list(items.columns)}; answers: {list(answers.columns)}) match "
             "no task kind"
         )
-    task_data, items, annotations = kind.folder_task(folder.name, items, answers)
-    return _assemble(folder, items_file, task_data, {}, items, annotations, {}, None)
+    try:
+        task_data, items, annotations = kind.folder_task(folder.name, items, answers)
+        return _assemble(folder, items_file, task_data, {}, items, annotations, {}, None)
+    except DataValidationError as exc:  # the message starts with the file it is about
+        msg = str(exc)
+        if msg.startswith(str(folder)):
+            raise
+        about_answers = ann_file is not None and msg.startswith(("answers", "annotations"))
+        raise DataValidationError(f"{ann_file if about_answers else items_file}: {msg}") from exc
 
 
 def _read_json(path: Path) -> Any:

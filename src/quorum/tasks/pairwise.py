@@ -334,6 +334,13 @@ class Pairwise(Classification):
         items["item_id"] = items["item_id"].astype(str)
         ans = answers.copy() if len(answers.columns) else pd.DataFrame()
         golds = items["gold"].map(normalise_answer) if "gold" in items.columns else None
+        if golds is not None:
+            bad = items.loc[golds.isna() & items["gold"].notna(), ["item_id", "gold"]]
+            if len(bad):
+                raise DataValidationError(
+                    f"items: {len(bad)} gold value(s) name neither output nor a tie (1/2, a/b, "
+                    f"Output (1), tie), e.g. {bad.head(3).to_dict('records')}"
+                )
         given = pd.Series(dtype=object)
         if "output" in ans.columns:
             given = ans["output"].map(normalise_answer)
@@ -353,7 +360,9 @@ class Pairwise(Classification):
         if not len(ans.columns) or not {"item_id", "annotator", "output"} <= set(ans.columns):
             return task, items, pd.DataFrame(columns=["item_id", "annotator", "output"])
         ans["item_id"] = ans["item_id"].astype(str)
-        ans["output"] = given
+        # an answer that names neither output is kept as given: the loader drops and
+        # counts it as outside the label set (a missing one stays no answer)
+        ans["output"] = given.where(given.notna(), ans["output"])
         keep = ["item_id", "annotator", "output"]
         if "raw_completion" in ans.columns and "raw" not in ans.columns:
             ans["raw"] = ans["raw_completion"]

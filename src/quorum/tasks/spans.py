@@ -811,6 +811,13 @@ class Spans(TaskKind):
         raises :class:`~quorum.errors.DataValidationError` naming the item."""
         items = items.copy()
         items["item_id"] = items["item_id"].astype(str)
+        blank = items["item_id"][
+            items["text"].isna() | items["text"].astype(str).str.strip().eq("")
+        ]
+        if len(blank):  # offsets need a text to point into
+            raise DataValidationError(
+                f"items: {len(blank)} empty text(s), e.g. item_id {list(blank)[:5]}"
+            )
         texts = dict(zip(items["item_id"], items["text"].astype(str), strict=True))
         items["gold"] = [
             _canonical(g, texts[i], f"items: gold_spans of item {i}")
@@ -839,10 +846,10 @@ class Spans(TaskKind):
             ann = ann.loc[~ann["annotator"].isin(copies)]
             ann = ann[["item_id", "annotator", "output"]].reset_index(drop=True)
         counts: dict[str, int] = {}
-        for g in items["gold"]:
+        for g in items["gold"].dropna():  # a missing gold: no reference for that item
             for _, _, lab in decode_spans(g):
                 counts[lab] = counts.get(lab, 0) + 1
-        for o in ann["output"]:
+        for o in ann["output"].dropna():  # a missing answer: no answer (the loader's rule)
             for _, _, lab in decode_spans(o):
                 counts.setdefault(lab, 0)
         labels = sorted(counts, key=lambda lab: (-counts[lab], lab))
