@@ -38,13 +38,11 @@ from quorum.data.schema import (
 )
 from quorum.errors import DataValidationError, UnsupportedTaskError
 from quorum.routing.core.base import Router, RoutingResult
+from quorum.routing.core.budget import MAX_PRICE
 
 __all__ = ["annotate", "labels", "make_router", "replay", "report"]
 
 #: crowd-kit's column names and ours
-#: the largest price per answer :func:`replay` takes (the live project files' bound too)
-MAX_PRICE = 1e9
-
 _CROWDKIT = {"task": "item_id", "worker": "annotator", "label": "output"}
 
 

@@ -24,13 +24,20 @@ from quorum.features.summary_embeddings import SummaryEmbeddings
 from quorum.methods import make_router
 from quorum.metrics import machine_cumulative_accuracy
 from quorum.routing.core.base import Router, RoutingProblem, RoutingResult, item_texts
-from quorum.routing.core.budget import Budget, budget_for_setting
+from quorum.routing.core.budget import MAX_PRICE, Budget, budget_for_setting
 from quorum.routing.core.replay import RecordedSource
 from quorum.tasks.base import TaskKind
 
 
 def parse_annotators(spec: str | None) -> dict[str, float | None] | None:
-    """'a=0.05,b=0.01,c' -> {'a': 0.05, 'b': 0.01, 'c': None} (None: keep the default price)."""
+    """'a=0.05,b=0.01,c' -> {'a': 0.05, 'b': 0.01, 'c': None} (None: keep the default price).
+
+    A price is a finite number from 0 to :data:`~quorum.routing.core.budget.MAX_PRICE`,
+    and a name comes once; anything else is a one-line ValueError.
+
+    >>> parse_annotators("a=0.05, b")
+    {'a': 0.05, 'b': None}
+    """
     if spec is None or not spec.strip():
         return None
     out: dict[str, float | None] = {}
@@ -39,10 +46,19 @@ def parse_annotators(spec: str | None) -> dict[str, float | None] | None:
         if not part:
             continue
         name, _, price = part.partition("=")
+        name = name.strip()
+        if name in out:
+            raise ValueError(f"--annotators names {name!r} twice")
         try:
-            out[name.strip()] = float(price) if price.strip() else None
+            value = float(price) if price.strip() else None
         except ValueError as exc:
             raise ValueError(f"bad price in --annotators: {part!r}") from exc
+        if value is not None and not (math.isfinite(value) and 0 <= value <= MAX_PRICE):
+            raise ValueError(
+                f"bad price in --annotators: {part!r}; a price is a finite number from 0 to "
+                f"{MAX_PRICE:g}"
+            )
+        out[name] = value
     return out
 
 

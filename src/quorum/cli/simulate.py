@@ -78,12 +78,14 @@ def simulate(
         raise typer.BadParameter("--seeds must be >= 1")
     try:
         check_fraction(setting, budget)
+        params = _parse_params(param)
+        target = _quality_options(params, quality, target_quality, confidence)
+        _check_router_params(method, params, target)  # before the data and features
+        panel = parse_annotators(annotators)
         ds = load_dataset(dataset)
         check_supported(method, ds.task.kind, ds.name)  # before features and embeddings
         _say_defaults(ds, dataset)
-        prep = prepare(ds, parse_annotators(annotators), human)
-        params = _parse_params(param)
-        target = _quality_options(params, quality, target_quality, confidence)
+        prep = prepare(ds, panel, human)
         rows = []
         for s in range(seeds):
             row, _ = simulate_once(prep, method, setting, budget, s, params, target=target)
@@ -118,6 +120,20 @@ def _quality_options(
     return TargetQuality(target, 0.9 if confidence is None else confidence)
 
 
+def _check_router_params(method: str, params: dict, target: object | None) -> None:
+    """A ``--param`` name the router does not take: one line naming the router's own
+    (the constructor's TypeError otherwise ends the command in a traceback)."""
+    from quorum.methods import make_router
+    from quorum.simulate import run_checks
+
+    _, rest = run_checks(method, dict(params), target)
+    try:
+        make_router(method, **rest)
+    except TypeError as exc:
+        known = sorted(make_router(method).get_params())
+        raise ValueError(f"--param: {exc}; {method}'s parameters: {known}") from None
+
+
 def _say_defaults(ds, where: str) -> None:
     """One stderr line when a dataset folder got default prices, panel or annotators."""
     used = ds.meta.get("defaults") or {}
@@ -140,7 +156,8 @@ def _print_table(rows: list[dict]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    metric = "rouge1" if "rouge1" in rows[0] else "accuracy"
+    # the task kind's metric (accuracy, rouge1, span_f1, ...), named by every row
+    metric = rows[0].get("metric") or ("rouge1" if "rouge1" in rows[0] else "accuracy")
     t = Table(
         title=f"{rows[0]['method']} on {rows[0]['dataset']} ({rows[0]['setting']}, "
         f"budget {rows[0]['budget']:.0%})"

@@ -15,6 +15,11 @@ from quorum.errors import BudgetExceededError
 
 _SCALE = 1_000_000_000  # nano-units per currency unit
 
+#: the largest price per call a replay takes (``quorum.replay``'s prices, ``quorum simulate
+#: --annotators``; the live project files' bound too): beyond it sums of prices overflow
+#: the nano-units
+MAX_PRICE = 1e9
+
 
 #: amounts already converted (prices and reserves repeat); cleared when it grows large
 _UNITS: dict[float, int] = {}
