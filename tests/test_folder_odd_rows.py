@@ -116,3 +116,16 @@ def test_a_folder_whose_items_file_has_no_rows_says_so(tmp_path: Path, kind: str
     with pytest.raises(DataValidationError, match="no items") as exc:
         load_folder(folder)
     _one_line_about(exc, folder / "items.csv")
+
+
+@pytest.mark.parametrize("kind", ["spans", "pairwise"])
+def test_init_from_a_folder_read_as_it_is_says_so(tmp_path: Path, kind: str) -> None:
+    """`datasets init --from` a span or pairwise folder: it is a dataset already (one line
+    pointing to show/simulate), not a missing `output` or `text` column."""
+    from quorum.data.importer import init_folder
+
+    src = _spans(tmp_path / "src") if kind == "spans" else _pairs(tmp_path / "src")
+    with pytest.raises(DataValidationError, match=f"a {kind} folder is a dataset as it is") as e:
+        init_folder(tmp_path / "out", src)
+    assert "\n" not in str(e.value) and not (tmp_path / "out").exists()
+    assert load_folder(src).task.type.value == kind  # what the message points to works

@@ -114,6 +114,7 @@ def init_folder(
     src = Path(source).expanduser()
     if src.is_dir():  # a dataset folder as it is: its items and answers tables
         src, found = _folder_tables(src)
+        _refuse_read_as_is(src.parent, src, found, task_type)
         answers_file = answers_file if answers_file is not None else found
     df, need = _read_rows(src)
     items, ids = _item_ids(df, id_column, answers, need, str(src))
@@ -176,6 +177,34 @@ def _folder_tables(folder: Path) -> tuple[Path, Path | None]:
             f"{folder}: no items table (items{', items'.join(_SUFFIXES)}); give --from a table"
         )
     return items, first(["answers", "annotations"])
+
+
+#: kinds whose folder (no task file) the loader reads as it is, its own columns mapped by
+#: the kind (``gold_spans``/``spans``; the instruction and two outputs, swap annotators):
+#: rewriting it as an items table and long answers would lose that mapping
+_READ_AS_IS = (TaskType.spans, TaskType.pairwise)
+
+
+def _refuse_read_as_is(
+    folder: Path, items: Path, answers: Path | None, task_type: str | None
+) -> None:
+    """A span or pairwise folder given to ``--from`` (no ``--type`` saying otherwise): one
+    line saying that it is a dataset already, instead of a missing ``output`` or ``text``
+    column."""
+    from quorum.tasks.registry import recognise_folder
+
+    ann = read_source(answers) if answers is not None else pd.DataFrame()
+    kind = recognise_folder(read_source(items), ann)
+    if kind is None or kind.type not in _READ_AS_IS:
+        return
+    if task_type is not None and TaskType(task_type) is not kind.type:
+        return
+    raise DataValidationError(
+        f"{folder}: a {kind.type.value} folder is a dataset as it is (no task file needed): "
+        f"`quorum datasets show {folder}` and `quorum simulate -d {folder}` read it; "
+        "`datasets init --from` writes folders from tables of labels (classification, "
+        "multiple choice, summarization, multi-label)"
+    )
 
 
 def _recognised(items: pd.DataFrame, ann: pd.DataFrame, gold: str | None) -> TaskType:
