@@ -129,3 +129,25 @@ def test_init_from_a_folder_read_as_it_is_says_so(tmp_path: Path, kind: str) -> 
         init_folder(tmp_path / "out", src)
     assert "\n" not in str(e.value) and not (tmp_path / "out").exists()
     assert load_folder(src).task.type.value == kind  # what the message points to works
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        ('human = "crowd-9"\n', "human 'crowd-9' is not one of the annotators"),
+        ("human_prise = 0.2\n", "human_prise: Extra inputs are not permitted"),
+        ("human_price = -1\n", "human_price: Input should be greater than or equal to 0"),
+    ],
+)
+def test_an_invalid_task_file_is_one_line(tmp_path: Path, extra: str, words: str) -> None:
+    """pydantic's report (a multi-line dump with input reprs and links) becomes
+    ``task.toml: invalid task spec: where: what`` on one line (docs/datasets.md)."""
+    (tmp_path / "task.toml").write_text(
+        f'name = "t"\ntype = "classification"\nlabels = ["neg", "pos"]\n{extra}'
+    )
+    (tmp_path / "items.csv").write_text("item_id,text\na,one\nb,two\n")
+    (tmp_path / "annotations.csv").write_text("item_id,annotator,output\na,m,pos\nb,m,neg\n")
+    with pytest.raises(DataValidationError, match="invalid task spec") as exc:
+        load_folder(tmp_path)
+    assert words in str(exc.value) and "\n" not in str(exc.value)
+    assert "errors.pydantic.dev" not in str(exc.value)

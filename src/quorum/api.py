@@ -36,7 +36,7 @@ from quorum.data.schema import (
     drop_unusable,
     label_str,
 )
-from quorum.errors import DataValidationError, UnsupportedTaskError
+from quorum.errors import DataValidationError, UnsupportedTaskError, validation_summary
 from quorum.routing.core.base import Router, RoutingResult
 from quorum.routing.core.budget import MAX_PRICE
 
@@ -241,7 +241,7 @@ def _replay_dataset(
             language=language,
         )
     except ValidationError as exc:
-        raise DataValidationError(f"replay task: {_first_error(exc)}") from None
+        raise DataValidationError(f"replay task: {validation_summary(exc)}") from None
     return Dataset(task, item_frame, ans, source="quorum.replay")
 
 
@@ -252,14 +252,6 @@ def _task_type(task_type: str) -> TaskType:
     except ValueError:
         kinds = [t.value for t in TaskType]
         raise ValueError(f"task_type must be one of {kinds}, got {task_type!r}") from None
-
-
-def _first_error(exc: ValidationError) -> str:
-    """pydantic's first complaint as one line: where, then what (``labels: ...``)."""
-    err = exc.errors()[0]
-    where = ".".join(str(p) for p in err.get("loc", ()))
-    msg = str(err.get("msg", exc)).removeprefix("Value error, ")
-    return f"{where}: {msg}" if where else msg
 
 
 def _replay_checks(router: Router, quality: Any, confidence: float | None) -> Any | None:

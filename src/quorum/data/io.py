@@ -38,7 +38,7 @@ from quorum.data.defaults import (
     split_folder_keys,
 )
 from quorum.data.schema import ANNOTATION_REQUIRED, Dataset, TaskSpec, drop_unusable
-from quorum.errors import DatasetNotFoundError, DataValidationError
+from quorum.errors import DatasetNotFoundError, DataValidationError, validation_summary
 
 Format = Literal["csv", "jsonl", "parquet"]
 FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
@@ -256,7 +256,7 @@ def _validate_task(data: dict[str, Any], path: Path) -> TaskSpec:
     try:
         return TaskSpec.model_validate(data)
     except ValidationError as exc:
-        raise DataValidationError(f"{path}: invalid task spec: {exc}") from exc
+        raise DataValidationError(f"{path}: invalid task spec: {validation_summary(exc)}") from exc
 
 
 def _find_one(folder: Path, names, *, required: bool, what: str) -> Path | None:
