@@ -104,3 +104,24 @@ def test_a_task_the_spec_refuses_is_one_clear_line() -> None:
     with pytest.raises(ValueError, match="task_type must be one of") as info:
         _replay(_answers(), task_type="sentiment")
     assert "\n" not in str(info.value)
+
+
+def test_a_text_too_long_for_the_tagger_is_one_line_naming_the_item() -> None:
+    """Past spaCy's 1,000,000 characters the full features refuse the item by name (spaCy's
+    own E088 told the user to raise ``nlp.max_length``, and tagging such a text takes
+    gigabytes); light features, a light profile and Japanese text are not refused."""
+    from quorum.features.pipeline import MAX_TAGGED_CHARS, check_text_lengths
+
+    answers = _answers()
+    items = {f"i{k}": f"text {k}" for k in range(30)}
+    items["i3"] = "word " * (MAX_TAGGED_CHARS // 5 + 1)
+    with pytest.raises(DataValidationError, match=r"longer than 1,000,000.*'i3'") as info:
+        _replay(answers, items=items, features="full")
+    assert "\n" not in str(info.value)
+    result = _replay(answers, items=items, features="light")
+    assert len(result.labels) == 30
+    from quorum.api import _replay_dataset
+
+    ds = _replay_dataset(answers, PRICES, "expert", items, "classification", None, "en")
+    check_text_lengths(ds, "ja")
+    check_text_lengths(ds, "en", profile="fast")

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from quorum.engine import resolve_engine
+from quorum.errors import DataValidationError
 from quorum.features.cache import PIPELINE_VERSION, FeatureCache, cache_key
 from quorum.features.context import FeatureScaler
 from quorum.features.linguistic import (
@@ -359,10 +360,39 @@ def dataset_languages(dataset: Dataset) -> str | list[str]:
     return dataset.task.language
 
 
+#: the longest text spaCy's tagger takes for the linguistic features (its ``nlp.max_length``);
+#: past it tagging needs gigabytes (about 5 GB for 1.2 million characters, measured)
+MAX_TAGGED_CHARS = 1_000_000
+
+
+def check_text_lengths(dataset: Dataset, language: Any, profile: str | None = None) -> None:
+    """A text too long for the linguistic features' tagger (spaCy; not Japanese, whose
+    tagger has no such limit, nor a light profile) is a one-line error naming the items,
+    instead of spaCy's E088 advice to raise ``nlp.max_length``."""
+    if resolve_profile(profile).light:
+        return
+    items = dataset.items
+    langs = language if isinstance(language, list) else [language] * len(items)
+    over = [
+        (item, len(text))
+        for item, text, lang in zip(items["item_id"], items["text"].astype(str), langs, strict=True)
+        if len(text) > MAX_TAGGED_CHARS and str(lang).strip().lower()[:2] != "ja"
+    ]
+    if over:
+        raise DataValidationError(
+            f"items: {len(over)} text(s) longer than {MAX_TAGGED_CHARS:,} characters, the most "
+            f"the linguistic features' tagger (spaCy) reads, e.g. item_id "
+            f"{[i for i, _ in over[:5]]} ({max(n for _, n in over):,} characters); shorten or "
+            "split them"
+        )
+
+
 def extract_dataset_features(dataset: Dataset, **kwargs: Any) -> FeatureSet:
     """phi for ``dataset.items["text"]`` (row order kept) in the dataset's language.
 
     ``kwargs`` go to :class:`FeatureExtractor` (e.g. ``k``, ``cache``, ``show_progress``).
+    A text longer than :data:`MAX_TAGGED_CHARS` is refused (:func:`check_text_lengths`).
     """
     kwargs.setdefault("language", dataset_languages(dataset))
+    check_text_lengths(dataset, kwargs["language"], kwargs.get("profile"))
     return FeatureExtractor(**kwargs).fit_transform(dataset.items["text"].tolist())
