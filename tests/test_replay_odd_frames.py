@@ -125,3 +125,33 @@ def test_a_text_too_long_for_the_tagger_is_one_line_naming_the_item() -> None:
     ds = _replay_dataset(answers, PRICES, "expert", items, "classification", None, "en")
     check_text_lengths(ds, "ja")
     check_text_lengths(ds, "en", profile="fast")
+
+
+def test_integer_workers_and_tasks_as_crowdkit_gives_them() -> None:
+    """crowd-kit frames often hold integer task and worker ids: they name the same
+    annotators as their strings, in ``prices`` and ``human`` either way."""
+    answers = _answers()
+    codes = {"cheap": 1, "dear": 2, "expert": 3}
+    ck = pd.DataFrame(
+        {
+            "task": answers["item_id"].str[1:].astype(int),
+            "worker": answers["annotator"].map(codes),
+            "label": answers["output"],
+        }
+    )
+    prices = {codes[a]: p for a, p in PRICES.items()}
+    by_int = _replay(ck, prices=prices, human=3)
+    by_str = _replay(ck, prices={str(k): p for k, p in prices.items()}, human="3")
+    as_strings = ck.astype({"task": str, "worker": str})
+    want = _replay(as_strings, prices={str(k): p for k, p in prices.items()}, human="3")
+    for got in (by_int, by_str):
+        assert got.cost == want.cost and len(got.labels) == 30
+        pd.testing.assert_frame_equal(got.labels, want.labels)
+
+
+@pytest.mark.parametrize("column", ["item_id", "annotator"])
+def test_a_row_without_item_or_annotator_is_named(column: str) -> None:
+    answers = _answers()
+    answers.loc[4, column] = np.nan
+    with pytest.raises(DataValidationError, match=rf"1 row\(s\) without {column}.*\[4\]"):
+        _replay(answers)

@@ -85,8 +85,10 @@ def replay(
     """Route recorded answers under a budget, as if the annotators were called.
 
     ``answers``: one row per recorded answer, ``item_id, annotator, output`` (or
-    crowd-kit's ``task, worker, label``, read where ours are absent; a missing or blank
-    output is no answer, and labels are strings, ``1.0`` being ``"1"``); ``human`` names
+    crowd-kit's ``task, worker, label``, read where ours are absent; ids and annotator
+    names are strings, an integer worker ``3`` being ``"3"`` in ``prices`` and ``human``
+    too; a missing or blank output is no answer, and labels are strings, ``1.0`` being
+    ``"1"``); ``human`` names
     the annotator a paid human label returns; ``prices`` every annotator's price per
     answer (the human's included);
     ``items`` each item's text (``item_id, text`` frame or id -> text; default: the ids).
@@ -113,6 +115,8 @@ def replay(
     >>> len(result.labels), result.cost <= 0.3 * 40 * 0.1, "quality" in result.info
     (40, True, True)
     """
+    human = str(human)  # an integer worker id names the annotator its string does
+    prices = {str(k): v for k, v in prices.items()}
     dataset = _replay_dataset(answers, prices, human, items, task_type, labels, language)
     r = make_router(router)
     prep = _replay_prepare(dataset, human, features, r)
@@ -341,7 +345,16 @@ def _long_frame(answers: pd.DataFrame) -> pd.DataFrame:
             f"answers: missing column(s) {need} (item_id, annotator, output; or crowd-kit's "
             f"task, worker, label); found {list(answers.columns)}"
         )
-    return ans.copy()
+    ans = ans.copy()
+    for col in ("item_id", "annotator"):
+        gone = ans[col].isna()
+        if gone.any():
+            raise DataValidationError(
+                f"answers: {int(gone.sum())} row(s) without {col}, e.g. row(s) "
+                f"{list(ans.index[gone][:5])}"
+            )
+        ans[col] = ans[col].astype(str)  # crowd-kit's integer tasks and workers: strings
+    return ans
 
 
 def _items_frame(items: Any, ans: pd.DataFrame) -> pd.DataFrame:
