@@ -155,3 +155,15 @@ def test_a_row_without_item_or_annotator_is_named(column: str) -> None:
     answers.loc[4, column] = np.nan
     with pytest.raises(DataValidationError, match=rf"1 row\(s\) without {column}.*\[4\]"):
         _replay(answers)
+
+
+def test_label_sets_given_as_lists_still_replay() -> None:
+    """The blank-answer rule leaves list-valued outputs (a multi-label answer as a list or
+    an array) as they are: they are answers, not unhashable labels."""
+    answers = _answers()
+    as_json = _replay(answers.assign(output='["' + answers["output"] + '"]'),
+                      task_type="multilabel", labels=["neg", "pos"])  # fmt: skip
+    for wrap in (lambda o: [o], lambda o: np.array([o], dtype=object)):
+        got = _replay(answers.assign(output=answers["output"].map(wrap)),
+                      task_type="multilabel", labels=["neg", "pos"])  # fmt: skip
+        pd.testing.assert_frame_equal(got.labels, as_json.labels)

@@ -33,7 +33,6 @@ from quorum.data.schema import (
     Dataset,
     TaskSpec,
     TaskType,
-    drop_unusable,
     label_str,
 )
 from quorum.errors import DataValidationError, UnsupportedTaskError, validation_summary
@@ -68,9 +67,7 @@ def replay(
     prices: Mapping[str, float],
     human: str,
     items: pd.DataFrame | Mapping[str, str] | None = None,
-    task_type: Literal[
-        "classification", "multiple_choice", "summarization", "pairwise", "multilabel", "spans"
-    ] = "classification",
+    task_type: Literal["classification", "multiple_choice", "summarization"] = "classification",
     labels: Sequence[str] | None = None,
     setting: Literal["dollars", "auditor"] = "dollars",
     budget: float = 0.3,
@@ -219,7 +216,9 @@ def _replay_dataset(
             f"human {human!r} has no recorded answers; annotators: {sorted(recorded)}"
         )
     item_frame = _items_frame(items, ans)  # an item whose answers are all blank stays
-    ans, _, _ = drop_unusable(ans, None)  # missing and blank outputs: no answer
+    out = ans["output"]  # missing and blank outputs: no answer (a label set is kept whole)
+    blank = out.isna() | out.map(lambda v: isinstance(v, str) and not v.strip()).astype(bool)
+    ans = ans.loc[~blank].reset_index(drop=True)
     if ttype.has_labels:
         if labels is None:
             labels = sorted({label_str(x) for x in ans["output"]})
