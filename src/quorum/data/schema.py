@@ -353,19 +353,24 @@ def drop_unusable(
 
 
 def _label_strs(values: pd.Series) -> pd.Series:
-    """:func:`label_str` of every value, computed once per distinct value (fast on big
+    """:func:`_label_str` of every value, computed once per distinct value (fast on big
     answer frames, where a few labels repeat)."""
-    table = {v: label_str(v) for v in pd.unique(values)}
+    table = {v: _label_str(v) for v in pd.unique(values)}
     return values.map(table)
 
 
 def label_str(x: object) -> str:
     """Canonical string form of a label, the form answers, gold and label sets are
-    compared in: 1.0 -> '1', ' A ' -> 'A'.
+    compared in (``quorum.replay`` reads its label set so): 1.0 -> '1', ' A ' -> 'A'.
 
     >>> label_str(1.0), label_str(" A "), label_str(0)
     ('1', 'A', '0')
     """
+    return _label_str(x)
+
+
+def _label_str(x) -> str:
+    """Canonical string form of a label: 1.0 -> '1', ' A ' -> 'A'."""
     if isinstance(x, float) and x.is_integer():
         return str(int(x))
     return str(x).strip()
