@@ -82,6 +82,23 @@ def test_bad_config_exits_cleanly(tmp_path) -> None:
     assert res.exit_code == 2 and "unknown dataset" in res.output
 
 
+def test_a_bench_of_quorum_alone_writes_its_tables(tmp_path, shared_data_dir) -> None:
+    """A config that runs QUORUM and nothing to rank it against (every section is
+    optional): the tables and the report are written, the standing says nothing. It used
+    to stop with a KeyError ('setting') after every run was done."""
+    p = tmp_path / "c.toml"
+    p.write_text(
+        '[main]\ndatasets = ["coannotating-stance/es"]\nmethods = ["quorum"]\n'
+        'settings = ["dollars"]\nbudgets = [0.3]\nseeds = 1\n'
+    )
+    out = tmp_path / "o"
+    res = CliRunner().invoke(app, ["bench", str(p), "--out", str(out), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    runs = pd.read_csv(out / "runs.csv")
+    assert runs["method"].tolist() == ["quorum"] and (runs["status"] == "ok").all()
+    assert (out / "tables" / "main_dollars.md").is_file() and (out / "report.html").is_file()
+
+
 def test_two_workers_match_one(tmp_path, shared_data_dir) -> None:
     cfg = parse_config(
         {

@@ -99,6 +99,8 @@ def standing_from_stats(stats: pd.DataFrame) -> dict[str, Any]:
         if "quorum" not in set(sub["method"]) or len(sub) < 2:
             continue
         cells.append(_standing_cell(stats, d, st, b, sub))
+    if not cells:  # QUORUM alone in every cell (a bench of one method): nothing to rank
+        return {"cells": [], "counts": {}}
     return {"cells": cells, "counts": _standing_counts(pd.DataFrame(cells))}
 
 
