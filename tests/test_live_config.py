@@ -101,3 +101,5 @@ def test_bad_files_and_columns(tmp_path, shared_data_dir) -> None:
         load_items(cfg)
     with pytest.raises(ConfigError, match="unknown method"):
         make_method("no-such-method", {})
+    with pytest.raises(ConfigError, match=r"quorum: unknown parameter\(s\) \['tauh'\]"):
+        make_method("quorum", {"tauh": 0.5})  # method_params with a typo

@@ -71,3 +71,11 @@ def test_a_dollars_budget_of_1_2_is_usable_on_real_data(shared_data_dir, method)
     assert row["budget_limit"] == pytest.approx(60.0)
     assert row["cost"] <= 60.0 + 1e-9
     assert row["human_labels"] == row["n_items"] == 500 and row["accuracy"] == 1.0
+
+
+def test_make_router_names_an_unknown_parameter():
+    from quorum.api import make_router
+
+    with pytest.raises(ValueError, match=r"random: unknown parameter\(s\) \['tau_h'\]"):
+        make_router("random", tau_h=0.3)
+    assert make_router("quorum", tau_h=0.3).tau_h == 0.3

@@ -38,7 +38,10 @@ def _one_error_line(res, words: str) -> None:
     ("args", "words"),
     [
         (["-p", "nope=1"], "--param: "),
-        (["--method", "random", "-p", "nope=1"], "random's parameters: ['llm_choice']"),
+        (
+            ["--method", "random", "-p", "nope=1"],
+            "random: unknown parameter(s) ['nope']; known: ['llm_choice']",
+        ),
     ],
 )
 def test_an_unknown_router_parameter_is_one_line(no_load, args, words) -> None:

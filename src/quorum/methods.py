@@ -22,6 +22,8 @@ models' answers per item for uncertainty (CoAnnotating: and take their majority)
 from __future__ import annotations
 
 import importlib
+import inspect
+from collections.abc import Mapping
 from typing import Any
 
 from quorum.routing.core.base import Router
@@ -77,8 +79,30 @@ def get_router_class(name: str) -> type[Router]:
 def make_router(name: str, **params: Any) -> Router:
     """An instance of the router ``name`` (a registry name or ``module:Class``), built
     with ``params``: the one way to build a router by name (the library's
-    :func:`quorum.api.make_router`, the live runner and the bench all come here)."""
+    :func:`quorum.api.make_router`, the live runner and the bench all come here). A
+    parameter the router does not take is a ``ValueError`` naming it
+    (:func:`check_params`), not Python's ``TypeError`` from deep in the call."""
+    check_params(name, params)
     return get_router_class(name)(**params)
+
+
+def check_params(name: str, params: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` (one line: the unknown names, then the known ones) where
+    ``params`` holds a keyword the ``__init__`` of router ``name`` does not take; a router
+    whose ``__init__`` takes ``**kwargs`` takes anything.
+
+    >>> check_params("random", {"seed": 1})
+    Traceback (most recent call last):
+    ...
+    ValueError: random: unknown parameter(s) ['seed']; known: ['llm_choice']
+    """
+    sig = inspect.signature(get_router_class(name).__init__)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+        return
+    known = sorted(k for k in sig.parameters if k != "self")
+    bad = sorted(set(params) - set(known))
+    if bad:
+        raise ValueError(f"{name}: unknown parameter(s) {bad}; known: {known}")
 
 
 def method_trait(name: str, trait: str) -> bool:

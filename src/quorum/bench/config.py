@@ -265,17 +265,15 @@ class BenchConfig(BaseModel):
     @field_validator("params")
     @classmethod
     def _params(cls, v: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        from quorum.methods import check_params
+        from quorum.quality.checks import QualityChecks
+
         for method, p in v.items():
             _check_methods([method])
-            known = set(router_defaults(method))
             # quality (true/false) and quality_* keys: the random quality checks, on by
             # default for quorum only (docs/quality.md)
-            from quorum.quality.checks import QualityChecks
-
             _, _, rest = QualityChecks.read_params(p)
-            bad = sorted(set(rest) - known)
-            if bad:
-                raise ValueError(f"{method}: unknown parameter(s) {bad}; known: {sorted(known)}")
+            check_params(method, rest)
         return v
 
     def section(self, name: str) -> Any | None:

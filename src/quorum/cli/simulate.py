@@ -122,16 +122,15 @@ def _quality_options(
 
 def _check_router_params(method: str, params: dict, target: object | None) -> None:
     """A ``--param`` name the router does not take: one line naming the router's own
-    (the constructor's TypeError otherwise ends the command in a traceback)."""
-    from quorum.methods import make_router
+    (:func:`quorum.methods.check_params`), before the data and features are loaded."""
+    from quorum.methods import check_params
     from quorum.simulate import run_checks
 
     _, rest = run_checks(method, dict(params), target)
     try:
-        make_router(method, **rest)
-    except TypeError as exc:
-        known = sorted(make_router(method).get_params())
-        raise ValueError(f"--param: {exc}; {method}'s parameters: {known}") from None
+        check_params(method, rest)
+    except ValueError as exc:
+        raise ValueError(f"--param: {exc}") from None
 
 
 def _say_defaults(ds, where: str) -> None:
