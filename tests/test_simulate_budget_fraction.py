@@ -79,3 +79,18 @@ def test_make_router_names_an_unknown_parameter():
     with pytest.raises(ValueError, match=r"random: unknown parameter\(s\) \['tau_h'\]"):
         make_router("random", tau_h=0.3)
     assert make_router("quorum", tau_h=0.3).tau_h == 0.3
+
+
+@pytest.mark.parametrize("price", ["-1", "nan", "inf"])
+def test_a_price_that_is_no_money_is_refused(price):
+    """--annotators refuses them (tests/test_simulate_cli_odd_options.py runs the CLI); a
+    task's annotator, from a task file or built in Python, is held to the same: no NaN or
+    infinite price (a negative one was refused before)."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValueError, match=r"bad price in --annotators: 'a=.*'; a price is a finite"):
+        sim.parse_annotators(f"b=0.01,a={price}")
+    with pytest.raises(ValidationError):
+        AnnotatorSpec(name="a", price=float(price))
+    with pytest.raises(ValidationError):
+        AnnotatorSpec(name="a", price=0.01, confidence_price=float(price))

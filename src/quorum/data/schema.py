@@ -35,10 +35,13 @@ class AnnotatorSpec(BaseModel):
 
     name: str = Field(min_length=1)
     kind: Literal["llm", "human", "model"] = "llm"
-    price: float = Field(ge=0.0, description="cost per call, in the task's currency")
+    price: float = Field(
+        ge=0.0, allow_inf_nan=False, description="cost per call, in the task's currency"
+    )
     confidence_price: float | None = Field(
         default=None,
         ge=0.0,
+        allow_inf_nan=False,
         description="cost of one verbalised-confidence call; defaults to `price`",
     )
 
