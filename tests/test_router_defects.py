@@ -30,6 +30,27 @@ def test_value_choice_buys_nothing_when_the_label_is_surely_right():
     assert value_choice(q, c, 0.1, 0.5, human_ok=True, epsilon=0.0, rng=rng) == (0, "value")
 
 
+def test_value_choice_skips_a_free_llm_that_is_never_right_without_a_warning():
+    """A free LLM (c_b = 0, a local model) with q_b = 0 on an item whose label is surely
+    wrong (p = 0): its value is 0/0. It was a NaN (and numpy's "invalid value" warning in a
+    live run's output) that no comparison took; it is skipped, as before, in silence."""
+    import warnings
+
+    rng = np.random.default_rng(0)
+    q, c = np.array([0.0, 0.6]), np.array([0.0, 0.01])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert value_choice(q, c, 0.1, 0.0, human_ok=False, epsilon=0.0, rng=rng) == (1, "value")
+        assert value_choice(q[:1], c[:1], 0.1, 0.0, human_ok=True, epsilon=0.0, rng=rng) == (
+            None,
+            "value",
+        )
+        assert value_choice(q[:1], c[:1], 0.1, 0.0, human_ok=False, epsilon=0.0, rng=rng) == (
+            None,
+            "none",
+        )
+
+
 def test_no_human_is_bought_for_items_whose_label_is_surely_right():
     # LLMs that are always right: q >= 1 after calibration, phase 3 buys no human for p = 1
     ds = make_dataset(80, acc=(1.0, 1.0, 1.0))

@@ -247,7 +247,10 @@ def value_pick(q, c, c_h, p, fits, nf, human_ok, epsilon, rng):
         qb = min(max(q[fits[j]], 0.0), 1.0)
         top_q = max(top_q, qb)
         p_dis = (1.0 - p) * qb + p * (1.0 - qb)
-        v = (1.0 - p) * qb / (c[fits[j]] + p_dis * c_h)
+        den = c[fits[j]] + p_dis * c_h
+        if den <= 0.0:  # a free LLM that is never right (q_b = p = 0): 0/0, never taken
+            continue
+        v = (1.0 - p) * qb / den
         if v > best_v:
             best_k, best_v = j, v
     if best_k >= 0 or human_ok:
