@@ -118,3 +118,17 @@ def right_80(text: str) -> str:
 def always_negative(text: str) -> str:
     """An 'LLM' that answers negative whatever the text (issue 38's constant endpoint)."""
     return "0"
+
+
+def span_named_types(text: str) -> str:
+    """Quotes every known word typed by the *name* a prompt shows for its type
+    (``label_names``: "Team name", "Day of week"), as an LLM shown those names answers."""
+    names = {"Team": "Team name", "Day": "Day of week"}
+    out = [{"quote": w, "type": names[typ], "occurrence": 1}
+           for typ, words in SPAN_WORDS.items() for w in words if w in text]  # fmt: skip
+    return json.dumps(out)
+
+
+def span_unknown_type(text: str) -> str:
+    """Quotes the first word with a type outside every task's span types."""
+    return json.dumps([{"quote": text.split()[0], "type": "Bogus"}])

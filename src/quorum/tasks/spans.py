@@ -380,7 +380,11 @@ def _complete_part(body: str) -> list[Any] | None:
 
 
 def parse_span_answer(
-    raw: str | None, text: str, labels: Sequence[str], ambiguous: str = "first_unused"
+    raw: str | None,
+    text: str,
+    labels: Sequence[str],
+    ambiguous: str = "first_unused",
+    names: Mapping[str, str] | None = None,
 ) -> Parsed:
     """An LLM's answer (a JSON list of ``{"quote", "type"[, "occurrence"]}``, or a JSON
     object with such a list under ``spans``) as a canonical span string.
@@ -390,7 +394,8 @@ def parse_span_answer(
     keeps its complete entries, and ``reason`` says so. Quotes that are not in the text,
     or occur several times without an occurrence, are kept out or placed by
     :func:`locate_quotes` and named in ``reason`` (the answer stays usable: what was found
-    counts)."""
+    counts). ``names`` (label -> the name a prompt shows) lets a type be given by its
+    name; the span keeps the label."""
     body = (raw or "").strip()
     if not body:
         return Parsed("unparseable", None, "empty answer")
@@ -411,7 +416,7 @@ def parse_span_answer(
         data = data.get("spans")
     if not isinstance(data, list):
         return Parsed("unparseable", None, "no JSON list of spans")
-    known = {lab.casefold(): lab for lab in labels}
+    known = _type_table(labels, names)
     quotes: list[tuple[str, str, int | None]] = []
     for entry in data:
         if not isinstance(entry, dict):
@@ -432,6 +437,18 @@ def parse_span_answer(
     if found.ambiguous:
         notes.append(f"quotes found several times: {list(found.ambiguous)} ({ambiguous})")
     return Parsed("ok", encode_spans(found.spans), "; ".join(notes))
+
+
+def _type_table(labels: Sequence[str], names: Mapping[str, str] | None) -> dict[str, str]:
+    """The span type each spelling names (casefolded label, then casefolded shown name).
+
+    >>> _type_table(["T"], {"T": "Team name"})
+    {'t': 'T', 'team name': 'T'}
+    """
+    known = {lab.casefold(): lab for lab in labels}
+    for lab in labels:
+        known.setdefault(str((names or {}).get(lab, lab)).casefold(), lab)
+    return known
 
 
 # -- constrained answers ---------------------------------------------------------------------
@@ -612,13 +629,21 @@ class Spans(TaskKind):
         with offsets (a local model's, the gold column's) is taken as it is where every
         span fits the text and has a known type, and is unusable where one does not."""
         try:
-            spans = decode_spans(text or "")
+            spans = self._named(decode_spans(text or ""))
         except ValueError:
-            return parse_span_answer(text, item.text, self.labels)
+            return parse_span_answer(text, item.text, self.labels, names=self.label_names)
         bad = check_spans(spans, len(item.text), self.labels)
         if bad:
             return Parsed("unparseable", None, bad[0])
         return Parsed("ok", encode_spans(spans))
+
+    def _named(self, spans: Sequence[Span]) -> tuple[Span, ...]:
+        """Spans whose type is given by the name a prompt or a person sees (a label's
+        ``label_names`` entry, any case) typed by the label itself; other types as given."""
+        if not self.labels:
+            return tuple(spans)
+        known = _type_table(self.labels, self.label_names)
+        return tuple((a, b, known.get(lab.casefold(), lab)) for a, b, lab in spans)
 
     def placeholder(self, item_id: str, gold: Any, rng: np.random.Generator) -> str:
         if isinstance(gold, str):
@@ -682,9 +707,9 @@ class Spans(TaskKind):
         """A person's spans: a JSON list of ``{start, end, label}`` (offsets) or of
         ``{quote, type}``; None when unreadable or a span does not fit the text."""
         try:
-            spans = decode_spans(raw)
+            spans = self._named(decode_spans(raw))
         except ValueError:
-            got = parse_span_answer(raw, item.text, self.labels)
+            got = parse_span_answer(raw, item.text, self.labels, names=self.label_names)
             return got.output if got.ok and not got.reason else None
         if check_spans(spans, len(item.text), self.labels):
             return None

@@ -63,6 +63,9 @@ class MachineCalls:
     concurrency: int
     event: Callable[[Outcome], None]
     overplanned: Callable[[str, str], Outcome]
+    #: the task's kind with its labels (None: the bare kind of ``task_type``, which reads
+    #: an answer without knowing the labels: a span type outside them would pass)
+    kind: TaskKind | None = None
     _inflight: dict[str, asyncio.Future] = field(default_factory=dict, init=False)
     _sem: asyncio.Semaphore | None = field(default=None, init=False)
     _guard_warned: bool = field(default=False, init=False)
@@ -70,7 +73,7 @@ class MachineCalls:
 
     def __post_init__(self) -> None:
         #: the task's kind, which reads an LLM's raw answer (built once, not per call)
-        self._kind = kind_of(self.task_type)
+        self._kind = self.kind if self.kind is not None else kind_of(self.task_type)
 
     async def execute(
         self, ann: Annotator, req: Request, *, frozen: bool, skip_unpaid: bool,

@@ -236,6 +236,7 @@ def _open_run(run: _Run, items: pd.DataFrame, views: Any, quiet: bool) -> LiveSo
         else None,
         queue_depth=_queue_depth(cfg, run.human),
         charge_interrupted=cfg.budget.charge_interrupted,
+        kind=cfg.task.kind,
     )
     source.resubmit_pending()
     source.collect_answers()

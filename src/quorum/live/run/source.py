@@ -43,7 +43,7 @@ from quorum.live.machines.money_guard import LiveStats, MoneyGuard
 from quorum.live.machines.swap import SwapAnnotator, execute_swap, pair_from_ledger
 from quorum.routing.core.base import Outcome
 from quorum.routing.core.budget import from_units, to_units
-from quorum.tasks.base import ItemView, TaskType
+from quorum.tasks.base import ItemView, TaskKind, TaskType
 from quorum.tasks.parsing import LabelParser
 from quorum.tasks.registry import kind_of
 
@@ -70,10 +70,12 @@ class LiveSource:
         gold: dict[str, str] | None = None,
         queue_depth: int = 1,
         charge_interrupted: bool = True,
+        kind: TaskKind | None = None,
     ) -> None:
         self.task_type = task_type
-        #: the task's kind: how a person's answer reads, whether gold is a label
-        self.kind = kind_of(task_type)
+        #: the task's kind with its labels (``kind``, else the bare kind of ``task_type``):
+        #: how an answer reads, whether gold is a label
+        self.kind = kind if kind is not None else kind_of(task_type)
         #: human tasks a pass may have waiting at once before it freezes
         self.queue_depth = max(1, int(queue_depth))
         self.items = {it.item_id: it for it in items}
@@ -90,7 +92,7 @@ class LiveSource:
         self.calls = MachineCalls(
             ledger=ledger, run_id=run_id, task_type=task_type, parser=parser, guard=self.guard,
             stats=self.stats, redact=self.redact, concurrency=concurrency, event=self._event,
-            overplanned=self._overplanned,
+            overplanned=self._overplanned, kind=self.kind,
         )  # fmt: skip
         self._to_submit: dict[str, HumanTask] = {}
         #: the pass makes no new call and sends no new task (see the module docstring)
