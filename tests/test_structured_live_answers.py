@@ -91,3 +91,66 @@ def test_span_types_given_by_their_shown_names_are_read_as_the_labels(tmp_path):
     for row in mine:  # the items the model labelled hold its spans, typed by label index
         got = [(s["start"], s["end"], feat.int2str(s["label"])) for s in row["label"]]
         assert sorted(got) == sorted(decode_spans(by_model[row["item_id"]]))
+
+
+def _multilabel_project(tmp_path, models: list[str], confidence_every: int = 0):
+    texts = ["we must help and care", "god is pure", "the bus is late", "love and gross"]
+    gold = ["care", "purity", "non-moral", "care;purity"]
+    ids = [f"m{k}" for k in range(len(texts))]
+    pd.DataFrame({"item_id": ids, "text": texts, "gold": gold}).to_csv(
+        tmp_path / "items.csv", index=False
+    )
+    data = {
+        "name": "ml-answers",
+        "method": "live_servers.routers:CascadeRouter",
+        "method_params": {"batch": 4, "human_every": 100, "second": 0.0,
+                          "confidence_every": confidence_every},
+        "features": "light",
+        "items": {"path": str(tmp_path / "items.csv"), "gold_column": "gold"},
+        "task": {"type": "multilabel", "labels": ["care", "purity", "non-moral"]},
+        "budget": {"limit": 1.0, "quality_checks": 0},
+        "annotators": [{"name": m.split(":")[-1], "kind": "model", "model": m,
+                        "price": 0.001, "confidence_price": 0.0005} for m in models],
+        "human": "gold",
+        "human_price": 0.1,
+    }  # fmt: skip
+    return load_project(write_project(tmp_path, data))
+
+
+def test_a_local_model_answering_a_python_list_gives_its_label_set(tmp_path):
+    """A local multi-label model returning ``["care", "purity"]`` (a list, not a string)
+    was read as Python's repr ``['care', 'purity']``: every answer paid and unparseable."""
+    from live_servers.models import moral_keywords
+    from quorum.live.run.runner import annotate
+    from quorum.tasks.multilabel import decode
+
+    cfg = _multilabel_project(tmp_path, ["live_servers.models:moral_keywords_list"])
+    annotate(cfg, quiet=True)
+    calls = _calls(cfg)
+    mine = calls[calls["annotator"] == "moral_keywords_list"]
+    assert len(mine) == 4 and set(mine["status"]) == {"ok"}
+    texts = pd.read_csv(tmp_path / "items.csv").set_index("item_id")["text"]
+    for iid, out in zip(mine["item_id"], mine["output"], strict=True):
+        assert decode(out) == set(moral_keywords(texts[iid]).split(";"))
+
+
+def test_a_local_confidence_outside_0_1_is_not_recorded_as_one(tmp_path):
+    """A local model's "confidence" of 7: its answer counts without it (the parse note says
+    so) and a confidence call is unparseable, as a verbalised 7 from an LLM is; before, 7.0
+    was stored as the call's confidence and handed to the router."""
+    from quorum.live.run.runner import annotate
+
+    cfg = _multilabel_project(
+        tmp_path, ["live_servers.models:moral_overconfident"], confidence_every=1
+    )
+    annotate(cfg, quiet=True)
+    con = sqlite3.connect(cfg.ledger_path)
+    calls = pd.read_sql_query("SELECT * FROM calls WHERE annotator = 'moral_overconfident'", con)
+    con.close()
+    ann = calls[calls["kind"] == "annotate"]
+    conf = calls[calls["kind"] == "confidence"]
+    assert len(ann) == 4 and len(conf) >= 1
+    assert set(ann["status"]) == {"ok"} and ann["confidence"].isna().all()
+    assert ann["parse_note"].str.contains("confidence 7 is not a probability").all()
+    assert set(conf["status"]) == {"unparseable"} and conf["confidence"].isna().all()
+    assert calls["confidence"].dropna().between(0, 1).all()

@@ -132,3 +132,13 @@ def span_named_types(text: str) -> str:
 def span_unknown_type(text: str) -> str:
     """Quotes the first word with a type outside every task's span types."""
     return json.dumps([{"quote": text.split()[0], "type": "Bogus"}])
+
+
+def moral_keywords_list(text: str) -> list[str]:
+    """:func:`moral_keywords` as a Python list (a local multi-label model's natural form)."""
+    return moral_keywords(text).split(";")
+
+
+def moral_overconfident(text: str) -> tuple[str, float]:
+    """:func:`moral_keywords` with a "confidence" of 7 (no probability)."""
+    return moral_keywords(text), 7.0

@@ -30,7 +30,8 @@ from quorum.tasks.base import ItemView
 
 
 class CallableAnnotator(LocalModel):
-    """Wraps ``fn(text) -> label | (label, confidence) | {"output", "confidence"}``."""
+    """Wraps ``fn(text) -> label | (label, confidence) | {"output", "confidence"}``; an
+    output that is a list (a label set, a span list) is read as its JSON text."""
 
     def __init__(self, fn: Callable[[str], Prediction], ident: str | None = None) -> None:
         self.fn = fn
@@ -175,8 +176,28 @@ def _unpack(pred: Prediction) -> tuple[str | None, float | None]:
 
 
 def _str(x: Any) -> str | None:
+    """A local model's output as the text a parser reads: a list (a multi-label set, a
+    span list; a NumPy array too) as JSON, not Python's repr, which no parser reads.
+
+    >>> _str(["care", "purity"]), _str([{"start": 0, "end": 3, "label": "T"}]), _str(2.0)
+    ('["care", "purity"]', '[{"start": 0, "end": 3, "label": "T"}]', '2')
+    """
     if x is None:
         return None
     if isinstance(x, float) and x.is_integer():
         return str(int(x))
+    if hasattr(x, "tolist") and not isinstance(x, (str, bytes)):
+        x = x.tolist()
+    if isinstance(x, list):
+        try:
+            return json.dumps(x, ensure_ascii=False, default=_json_scalar)
+        except (TypeError, ValueError):
+            return str(x)
     return str(x)
+
+
+def _json_scalar(x: Any) -> Any:
+    """A NumPy scalar inside a list as the Python value JSON writes."""
+    if hasattr(x, "item"):
+        return x.item()
+    raise TypeError(f"{type(x).__name__} is not JSON")

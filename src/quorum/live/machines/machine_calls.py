@@ -214,14 +214,21 @@ class MachineCalls:
     def _parse(self, req: Request, resp: Response) -> Parsed:
         if resp.status != "ok":
             return Parsed("unparseable", None, "")
+        conf = resp.confidence
+        bad_conf = conf is not None and not 0.0 <= conf <= 1.0  # NaN too
         if req.kind == "confidence":
-            if resp.confidence is not None:
-                return Parsed("ok", f"{resp.confidence:.6g}", confidence=resp.confidence)
+            if bad_conf:
+                return Parsed("unparseable", None, f"confidence {conf:.6g} is not a probability")
+            if conf is not None:
+                return Parsed("ok", f"{conf:.6g}", confidence=conf)
             return parse_confidence(resp.raw)
         text = resp.extra.get("output", resp.raw) if resp.extra else resp.raw
         p = self._kind.parse(self.parser, text, req.item)
-        if p.ok and resp.confidence is not None:
-            return Parsed(p.status, p.output, p.reason, confidence=resp.confidence)
+        if p.ok and bad_conf:  # the answer counts, its confidence is left out (said so)
+            note = f"confidence {conf:.6g} is not a probability: left out"
+            return Parsed(p.status, p.output, "; ".join(x for x in (p.reason, note) if x))
+        if p.ok and conf is not None:
+            return Parsed(p.status, p.output, p.reason, confidence=conf)
         return p
 
     def refuse(self, ann: Annotator, req: Request, why: str) -> Outcome:
