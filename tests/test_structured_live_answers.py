@@ -154,3 +154,49 @@ def test_a_local_confidence_outside_0_1_is_not_recorded_as_one(tmp_path):
     assert ann["parse_note"].str.contains("confidence 7 is not a probability").all()
     assert set(conf["status"]) == {"unparseable"} and conf["confidence"].isna().all()
     assert calls["confidence"].dropna().between(0, 1).all()
+
+
+def test_a_persons_unusable_label_set_is_reported_with_the_set_rules(tmp_path, caplog):
+    """A person's multi-label answer that is no set of the task (too many labels, an index)
+    was reported with the single-label help, "use one of [...] or an index 0..2", though
+    no index is read and the set's rule was what it broke; the help now says how a set is
+    written and its size bounds, and the forms it names are read."""
+    import logging
+
+    from quorum.live.run.runner import annotate
+    from quorum.tasks.base import ItemView
+
+    pd.DataFrame({"item_id": ["a", "b", "c"], "text": ["x one", "y two", "z three"]}).to_csv(
+        tmp_path / "items.csv", index=False
+    )
+    data = {
+        "name": "ml-people",
+        "method": "live_servers.routers:CascadeRouter",
+        "method_params": {"batch": 4, "human_every": 1, "second": 0.0, "confidence_every": 0},
+        "features": "light",
+        "items": {"path": str(tmp_path / "items.csv")},
+        "task": {"type": "multilabel", "labels": ["care", "purity", "non-moral"],
+                 "max_labels": 2},
+        "budget": {"limit": 1.0, "quality_checks": 0},
+        "annotators": [{"name": "kw", "kind": "model", "price": 0.001,
+                        "model": "live_servers.models:moral_keywords"},
+                       {"name": "team", "kind": "human", "price": 0.1}],
+        "humans": {"queue_depth": 3},
+    }  # fmt: skip
+    cfg = load_project(write_project(tmp_path, data))
+    annotate(cfg, quiet=True)
+    (cfg.queue_dir / "answers.csv").write_text(
+        "item_id,label,annotator\na,care;purity;non-moral,ann\nb,0,ann\nc,purity;care,ann\n"
+    )
+    caplog.set_level(logging.WARNING, logger="quorum.live")
+    annotate(cfg, quiet=True)
+    bad = [r.getMessage() for r in caplog.records if "is not a label" in r.getMessage()]
+    assert len(bad) == 2, bad
+    for msg in bad:
+        assert "at most 2" in msg and "index" not in msg, msg
+    kind = cfg.task.kind
+    help_text = kind.human_answer_help(ItemView("a", "x one"))
+    example = help_text.split("(", 1)[1].split(")", 1)[0]  # the example the help gives
+    assert kind.match_human(example, ItemView("a", "x one")) is not None
+    assert kind.match_human('["care"]', ItemView("a", "x one")) is not None  # a JSON list
+    assert kind.match_human("[]", ItemView("a", "x one")) is not None  # [] for no label

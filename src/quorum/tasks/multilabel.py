@@ -616,6 +616,30 @@ class MultiLabel(TaskKind):
         clean = [x for x in labs if x is not None]
         return None if self.check_set(clean) is not None else self.encode(clean)
 
+    def human_answer_help(self, item: ItemView) -> str | None:
+        """What a set answer may be: label names joined by ``;`` (or a JSON list), each
+        once, as many as ``min_labels`` / ``max_labels`` allow (no index: a set is named).
+
+        >>> h = MultiLabel(["a", "b", "c"], max_labels=2).human_answer_help(ItemView("", ""))
+        >>> h[:58]
+        "give labels from ['a', 'b', 'c'] joined by ';' (a;b) or as"
+        >>> h[58:]
+        ' a JSON list, each at most once, at most 2 of them; [] for no label'
+        """
+        names = self.display_labels()
+        sizes = []
+        if self.min_labels > 0:
+            sizes.append(f"at least {self.min_labels}")
+        if self.max_labels is not None:
+            sizes.append(f"at most {self.max_labels}")
+        size = f", {' and '.join(sizes)} of them" if sizes else ""
+        example = FILE_SEPARATOR.join(names[:2])
+        empty = "; [] for no label" if self.min_labels == 0 else ""
+        return (
+            f"give labels from {names} joined by {FILE_SEPARATOR!r} ({example}) or as a JSON "
+            f"list, each at most once{size}{empty}"
+        )
+
     def labelstudio_control(self) -> str:
         """Check boxes over the task's options (``$options``), any number of them."""
         required = "true" if self.min_labels > 0 else "false"
