@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
+import numpy as np
 import pandas as pd
 
 from live_servers.fixtures import write_project
@@ -200,3 +201,43 @@ def test_a_persons_unusable_label_set_is_reported_with_the_set_rules(tmp_path, c
     assert kind.match_human(example, ItemView("a", "x one")) is not None
     assert kind.match_human('["care"]', ItemView("a", "x one")) is not None  # a JSON list
     assert kind.match_human("[]", ItemView("a", "x one")) is not None  # [] for no label
+
+
+def test_quorum_plan_on_a_multi_label_project(tmp_path):
+    """`quorum plan` simulated a wrong LLM answer on a multi-label task as a bare label
+    ("care", no label set), and QUORUM's vote stopped the plan with "error: Expecting
+    value: line 1 column 1 (char 0)"; a wrong answer is now another set of the task."""
+    from live_servers.fixtures import quorum_here
+    from quorum.live.run.plan import plan
+    from quorum.tasks.multilabel import decode
+
+    labels = ["care", "purity", "non-moral"]
+    n = 30
+    pd.DataFrame({"item_id": [f"m{k}" for k in range(n)],
+                  "text": [f"comment number {k}" for k in range(n)],
+                  "gold": [labels[k % 3] for k in range(n)]}).to_csv(
+        tmp_path / "items.csv", index=False)  # fmt: skip
+    data = {
+        "name": "ml-plan", "method": "quorum", "features": "light",
+        "items": {"path": str(tmp_path / "items.csv"), "gold_column": "gold"},
+        "task": {"type": "multilabel", "labels": labels, "min_labels": 1, "max_labels": 1},
+        "budget": {"limit": 1.0, "quality_checks": 0},
+        "annotators": [
+            {"name": "a", "kind": "model", "model": "live_servers.models:moral_keywords",
+             "price": 0.001},
+            {"name": "b", "kind": "model", "model": "live_servers.models:moral_keywords",
+             "price": 0.002},
+        ],
+        "human": "gold", "human_price": 0.1,
+    }  # fmt: skip
+    path = write_project(tmp_path, data)
+    got = plan(load_project(path))
+    assert got.max_spend <= 1.0 + 1e-9 and sum(got.llm_calls.values()) > 0
+    kind = load_project(path).task.kind
+    rng = np.random.default_rng(0)
+    for truth in ('["care"]', '["purity"]', '["non-moral"]'):
+        wrong = kind.wrong_placeholder(truth, rng)
+        assert wrong != truth and kind.check_set(sorted(decode(wrong))) is None
+    res = quorum_here("plan", str(path))
+    assert res.returncode == 0, res.stderr
+    assert "error" not in res.stderr

@@ -576,6 +576,26 @@ class MultiLabel(TaskKind):
         pick = rng.choice(len(self.labels), size=min(k, len(self.labels)), replace=False)
         return self.encode(self.labels[int(i)] for i in pick)
 
+    def wrong_placeholder(self, truth: str, rng: np.random.Generator) -> str:
+        """Another label set (``quorum plan``'s wrong answer): the truth with one drawn
+        label put in or taken out, or, where that breaks ``min_labels`` / ``max_labels``,
+        one of its labels exchanged for one it lacks.
+
+        >>> k = MultiLabel(["a", "b", "c"], min_labels=1, max_labels=1)
+        >>> k.wrong_placeholder('["a"]', np.random.default_rng(0)) in ('["b"]', '["c"]')
+        True
+        """
+        try:
+            have = set(decode(truth)) & set(self.labels)
+        except (ValueError, TypeError):
+            have = set()
+        out = have ^ {self.labels[int(rng.integers(len(self.labels)))]}
+        absent = [x for x in self.labels if x not in have]
+        if self.check_set(list(out)) is not None and have and absent:
+            gone = sorted(have)[int(rng.integers(len(have)))]
+            out = (have - {gone}) | {absent[int(rng.integers(len(absent)))]}
+        return self.encode(out)
+
     # -- prompts and options -----------------------------------------------------------
     def options(self, item: ItemView) -> list[str]:
         return self.display_labels()
