@@ -241,3 +241,42 @@ def test_quorum_plan_on_a_multi_label_project(tmp_path):
     res = quorum_here("plan", str(path))
     assert res.returncode == 0, res.stderr
     assert "error" not in res.stderr
+
+
+def test_a_swap_judges_figures_count_only_the_verdicts_read(tmp_path):
+    """A swap judge whose verdict cannot be read in one order of a pair: "output 1 chosen"
+    counted that unread verdict as a vote against output 1 (2 of 3, where both verdicts
+    read chose it), and "100% consistent" did not say it was of 2 pairs out of 3."""
+    from live_servers.fixtures import quorum_here
+    from quorum.live.outputs.status import status
+    from quorum.live.run.runner import annotate
+
+    rows = [("p0", "Say hi", "x no", "a much longer answer", "2"),
+            ("p1", "Say hi", "a much longer answer", "tiny", "1"),
+            ("p2", "Say yo", "another long answer", "yo", "1")]  # fmt: skip
+    pd.DataFrame(rows, columns=["item_id", "instruction", "output_1", "output_2", "gold"]).to_csv(
+        tmp_path / "pairs.csv", index=False
+    )
+    data = {
+        "name": "pairs-unread",
+        "method": "live_servers.routers:CascadeRouter",
+        "method_params": {"batch": 4, "human_every": 100, "second": 0.0, "confidence_every": 0},
+        "features": "light",
+        "items": {"path": str(tmp_path / "pairs.csv"), "gold_column": "gold"},
+        "task": {"type": "pairwise", "labels": ["1", "2"]},
+        "budget": {"limit": 1.0, "quality_checks": 0},
+        "annotators": [{"name": "judge", "kind": "model", "price": 0.01, "swap": True,
+                        "model": "live_servers.models:longer_unless_x_first"}],
+        "human": "gold",
+        "human_price": 0.1,
+    }  # fmt: skip
+    path = write_project(tmp_path, data)
+    cfg = load_project(path)
+    annotate(cfg, quiet=True)
+    (row,) = status(cfg)["pair_judges"]
+    assert (row["pairs"], row["read_both"], row["read_given"]) == (3, 2, 2)
+    assert row["consistent"] == 1.0 and row["wins_1"] == 1.0  # both verdicts read chose 1
+    out = quorum_here("status", str(path)).stdout
+    line = next(x for x in out.splitlines() if x.startswith("judge judge"))
+    assert "100% consistent (of the 2 read in both orders)" in line
+    assert "output 1 chosen 100% (given order, of 2 read)" in line

@@ -142,3 +142,10 @@ def moral_keywords_list(text: str) -> list[str]:
 def moral_overconfident(text: str) -> tuple[str, float]:
     """:func:`moral_keywords` with a "confidence" of 7 (no probability)."""
     return moral_keywords(text), 7.0
+
+
+def longer_unless_x_first(text: str) -> str:
+    """Prefers the longer output, but cannot say when the output shown first starts with
+    "x" (a verdict that cannot be read, in one order only)."""
+    a, _ = _outputs(text)
+    return "I cannot tell" if a.startswith("x") else longer_output(text)

@@ -2,8 +2,9 @@
 the ledger's ``swap_pairs`` for the status, the report page and the export.
 
 Per judge (:func:`judge_table`): the pairs it answered in both orders, the share whose two
-verdicts agree (``consistent``, over the pairs where both could be read), the share of its
-given-order verdicts that chose output 1 (``wins_1``, the win rate of output 1), the share
+verdicts agree (``consistent``, over the ``read_both`` pairs where both could be read), the
+share of its given-order verdicts that chose output 1 (``wins_1``, the win rate of output 1,
+over the ``read_given`` pairs whose given-order verdict could be read), the share
 of all its verdicts that chose the output shown first (``picks_first_shown``: 0.5 is no
 position bias, 1.0 always the first shown) and the pairs its rule gave an answer
 (``answered``). Per item (:func:`item_verdicts`): each judge's verdict in the given order and
@@ -16,6 +17,16 @@ answer.
 >>> row = judge_table(pairs)[0]
 >>> row["pairs"], row["consistent"], row["wins_1"], row["picks_first_shown"], row["answered"]
 (2, 0.5, 1.0, 0.75, 1)
+>>> "2 pair(s), 50% consistent, output 1 chosen 100% (given order)," in judge_lines([row])[0]
+True
+>>> unread = pairs.assign(first=[None, "2"], second=[None, "1"], consistent=[None, 1])
+>>> row = judge_table(unread)[0]
+>>> row["read_both"], row["consistent"], row["read_given"], row["wins_1"]
+(1, 1.0, 1, 0.0)
+>>> print(judge_lines([row])[0].split("): ")[1].split(", output")[0])
+2 pair(s), 100% consistent (of the 1 read in both orders)
+>>> "output 1 chosen 0% (given order, of 1 read)" in judge_lines([row])[0]
+True
 >>> item_verdicts(pairs)["b"]["j"]
 {'given_order': '1', 'swapped_order': '2', 'consistent': False, 'answer': None}
 """
@@ -66,6 +77,7 @@ def judge_table(pairs: pd.DataFrame) -> list[dict[str, Any]]:
         shown_first = pd.concat([g["first"] == FIRST, g["second"] == SECOND])
         known = pd.concat([g["first"].notna(), g["second"].notna()])
         mine = pairs[pairs["annotator"] == judge]
+        given = g["first"].notna()  # an unreadable verdict is no vote for either output
         rows.append(
             {
                 "judge": judge,
@@ -73,7 +85,9 @@ def judge_table(pairs: pd.DataFrame) -> list[dict[str, Any]]:
                 "pairs": int(r["pairs"]),
                 "consistent": None if r["consistent"] != r["consistent"] else r["consistent"],
                 "inconsistent": int((g["consistent"] == False).sum()),  # noqa: E712
-                "wins_1": r["wins_1"],
+                "read_both": int(g["consistent"].notna().sum()),
+                "read_given": int(given.sum()),
+                "wins_1": float((g.loc[given, "first"] == FIRST).mean()) if given.any() else None,
                 "picks_first_shown": float(shown_first[known].mean()) if known.any() else None,
                 "answered": int(mine["answer"].notna().sum()),
             }
@@ -98,11 +112,21 @@ def judge_lines(rows: list[dict[str, Any]]) -> list[str]:
     """The judges in a few plain lines (``quorum status``)."""
     out = []
     for r in rows:
+        n = r["pairs"]
         c = "n/a" if r["consistent"] is None else f"{r['consistent']:.0%}"
+        c += " consistent"
+        if r.get("read_both", n) != n:  # the share is of the pairs read in both orders
+            c += f" (of the {r['read_both']} read in both orders)"
+        w = "n/a" if r["wins_1"] is None else f"{r['wins_1']:.0%}"
+        given = (
+            "given order"
+            if r.get("read_given", n) == n
+            else f"given order, of {r['read_given']} read"
+        )
         first = "n/a" if r["picks_first_shown"] is None else f"{r['picks_first_shown']:.0%}"
         out.append(
-            f"judge {r['judge']} (both orders, rule {r['rule']}): {r['pairs']} pair(s), "
-            f"{c} consistent, output 1 chosen {r['wins_1']:.0%} (given order), the output "
+            f"judge {r['judge']} (both orders, rule {r['rule']}): {n} pair(s), "
+            f"{c}, output 1 chosen {w} ({given}), the output "
             f"shown first chosen {first}, {r['answered']} with an answer"
         )
     return out

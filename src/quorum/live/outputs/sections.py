@@ -349,18 +349,19 @@ def _judges_table(st: dict[str, Any]) -> list[str]:
     rows = st.get("pair_judges") or []
     if not rows:
         return []
-    header = ["judge", "rule", "pairs", "consistent", "inconsistent", "output 1 wins",
-              "first shown wins", "with an answer"]  # fmt: skip
-    keys = ["judge", "rule", "pairs", "consistent", "inconsistent", "wins_1",
+    header = ["judge", "rule", "pairs", "read in both orders", "consistent", "inconsistent",
+              "output 1 wins", "first shown wins", "with an answer"]  # fmt: skip
+    keys = ["judge", "rule", "pairs", "read_both", "consistent", "inconsistent", "wins_1",
             "picks_first_shown", "answered"]  # fmt: skip
     return [
         _table(
             "Pairwise judges asked in both orders",
             header,
             [[r[k] for k in keys] for r in rows],
-            "**consistent**: the share of pairs whose two verdicts (the outputs as given, "
-            "then exchanged) name the same output; **output 1 wins**: the share of "
-            "given-order verdicts for output 1; **first shown wins**: the share of all "
+            "**consistent**: the share of the pairs read in both orders whose two verdicts "
+            "(the outputs as given, then exchanged) name the same output; **output 1 wins**: "
+            "the share of the given-order verdicts read that are for output 1; **first shown "
+            "wins**: the share of all "
             "verdicts for the output shown first (0.5: no position bias); **with an "
             "answer**: pairs the judge's swap_rule gave an answer (docs/live.md).",
         )
