@@ -280,3 +280,38 @@ def test_a_swap_judges_figures_count_only_the_verdicts_read(tmp_path):
     line = next(x for x in out.splitlines() if x.startswith("judge judge"))
     assert "100% consistent (of the 2 read in both orders)" in line
     assert "output 1 chosen 100% (given order, of 2 read)" in line
+
+
+def test_labels_a_set_or_a_span_cannot_tell_apart_are_a_project_file_error(tmp_path):
+    """Multi-label and span answers are read by label and by shown name, case and spaces
+    ignored; two labels (or names) equal that way made one unreachable: a span typed 'T'
+    was recorded as 't', a set's 'care' as 'Care'. Refused when the project loads, as for
+    classification; one span type alone is still a task."""
+    from quorum.errors import ConfigError
+
+    pd.DataFrame({"item_id": ["a"], "text": ["x"]}).to_csv(tmp_path / "items.csv", index=False)
+    base = {"name": "same", "items": {"path": "items.csv"}, "budget": {"limit": 1.0},
+            "annotators": [{"name": "team", "kind": "human", "price": 0.1},
+                           {"name": "m", "model": "openai/m", "price": 0.01}]}  # fmt: skip
+    for task, why in [
+        ({"type": "multilabel", "labels": ["care", "Care", "purity"]}, "'care' and 'Care'"),
+        (
+            {"type": "multilabel", "labels": ["care", "purity"], "label_names": {"care": "Purity"}},
+            "names 'Purity' and 'purity'",
+        ),
+        ({"type": "spans", "labels": ["T", "t"]}, "'T' and 't'"),
+        (
+            {"type": "spans", "labels": ["Team", "Day"], "label_names": {"Team": "day"}},
+            "names 'day' and 'Day'",
+        ),
+    ]:
+        try:
+            load_project(write_project(tmp_path, {**base, "task": task}))
+        except ConfigError as exc:
+            assert why in str(exc) and "same answer" in str(exc), exc
+        else:
+            raise AssertionError(f"{task} loaded")
+    one = load_project(
+        write_project(tmp_path, {**base, "task": {"type": "spans", "labels": ["Error"]}})
+    )
+    assert one.task.labels == ["Error"]

@@ -110,8 +110,8 @@ class TaskConfig(BaseModel):
             extra = set(getattr(self, field) or {}) - set(self.labels or [])
             if extra:
                 raise ValueError(f"{field} has keys that are not labels: {sorted(extra)}")
-        if self.type.has_labels and self.labels:
-            self._distinct_labels()
+        if self.labels:  # a set's labels and span types are read by name too
+            self._distinct_labels(at_least_two=self.type.has_labels)
         from quorum.tasks.registry import KINDS
 
         kind_cls = KINDS[self.type]
@@ -124,10 +124,12 @@ class TaskConfig(BaseModel):
             _ = self.kind  # the kind's own checks (e.g. label names), one line each
         return self
 
-    def _distinct_labels(self) -> None:
-        """At least two labels that a person or a model can tell apart, in every spelling:
-        the values, and the names shown, are distinct ignoring case and spaces (an answer
-        is matched that way, :func:`~quorum.live.humans.queue.match_label`)."""
+    def _distinct_labels(self, at_least_two: bool = True) -> None:
+        """Labels that a person or a model can tell apart, in every spelling: the values,
+        and the names shown, are distinct ignoring case and spaces (an answer is matched
+        that way, :func:`~quorum.live.humans.queue.match_label`; a multi-label set's labels
+        and a span's type too); ``at_least_two``: and there are two or more (a label
+        set or a span type may be alone)."""
         labels = self.labels or []
         names = self.label_names or {}
         shown = [str(names.get(lab, lab)) for lab in labels]
@@ -142,7 +144,7 @@ class TaskConfig(BaseModel):
                         "each label its own name"
                     )
                 folded[k] = v
-        if len(labels) < 2:
+        if at_least_two and len(labels) < 2:
             raise ValueError(
                 f"a {self.type.value} task needs at least two labels, got {labels}"
                 + (f" (shown as {shown})" if names else "")
