@@ -94,7 +94,9 @@ def test_span_types_given_by_their_shown_names_are_read_as_the_labels(tmp_path):
         assert sorted(got) == sorted(decode_spans(by_model[row["item_id"]]))
 
 
-def _multilabel_project(tmp_path, models: list[str], confidence_every: int = 0):
+def _multilabel_project(
+    tmp_path, models: list[str], confidence_every: int = 0, label_names: dict | None = None
+):
     texts = ["we must help and care", "god is pure", "the bus is late", "love and gross"]
     gold = ["care", "purity", "non-moral", "care;purity"]
     ids = [f"m{k}" for k in range(len(texts))]
@@ -108,7 +110,8 @@ def _multilabel_project(tmp_path, models: list[str], confidence_every: int = 0):
                           "confidence_every": confidence_every},
         "features": "light",
         "items": {"path": str(tmp_path / "items.csv"), "gold_column": "gold"},
-        "task": {"type": "multilabel", "labels": ["care", "purity", "non-moral"]},
+        "task": {"type": "multilabel", "labels": ["care", "purity", "non-moral"],
+                 "label_names": label_names or {}},
         "budget": {"limit": 1.0, "quality_checks": 0},
         "annotators": [{"name": m.split(":")[-1], "kind": "model", "model": m,
                         "price": 0.001, "confidence_price": 0.0005} for m in models],
@@ -315,3 +318,25 @@ def test_labels_a_set_or_a_span_cannot_tell_apart_are_a_project_file_error(tmp_p
         write_project(tmp_path, {**base, "task": {"type": "spans", "labels": ["Error"]}})
     )
     assert one.task.labels == ["Error"]
+
+
+def test_a_label_sets_exported_name_holds_its_labels_names(tmp_path):
+    """`label_name` of a multi-label export was the label set itself (`["care"]`) whatever
+    `label_names` said; it is the set of the names (`["Care/harm"]`), in every format."""
+    import datasets
+
+    from quorum.live.outputs.export import export_frame
+    from quorum.live.outputs.hf import write_hf
+    from quorum.live.run.runner import annotate
+    from quorum.tasks.multilabel import decode
+
+    names = {"care": "Care/harm", "purity": "Sanctity"}
+    cfg = _multilabel_project(tmp_path, ["live_servers.models:moral_keywords"], label_names=names)
+    annotate(cfg, quiet=True)
+    frame = export_frame(cfg)
+    assert frame["label"].notna().all()
+    for label, name in zip(frame["label"], frame["label_name"], strict=True):
+        assert sorted(decode(name)) == sorted(names.get(x, x) for x in decode(label))
+    assert "Care/harm" in set().union(*map(decode, frame["label_name"]))
+    ds = datasets.load_from_disk(str(write_hf(cfg, tmp_path / "hf")))
+    assert list(ds["label_name"]) == list(frame["label_name"])

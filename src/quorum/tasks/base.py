@@ -230,6 +230,15 @@ class TaskKind(ABC):
         return others[int(rng.integers(len(others)))] if others else f"{truth} (wrong)"
 
     # -- prompts and options -----------------------------------------------------------
+    def output_name(self, output: str) -> str:
+        """An output as people read it (the export's ``label_name``): its label's name.
+
+        >>> from quorum.tasks.registry import kind_of
+        >>> kind_of("classification", ["0", "1"], {"1": "positive"}).output_name("1")
+        'positive'
+        """
+        return self.label_names.get(output, output)
+
     def display_labels(self) -> list[str]:
         """The label names a prompt and a person see, in label order."""
         return [self.label_names.get(lab, lab) for lab in self.labels]

@@ -576,6 +576,19 @@ class MultiLabel(TaskKind):
         pick = rng.choice(len(self.labels), size=min(k, len(self.labels)), replace=False)
         return self.encode(self.labels[int(i)] for i in pick)
 
+    def output_name(self, output: str) -> str:
+        """A set as people read it: a JSON list of its labels' names, in label order.
+
+        >>> MultiLabel(["a", "b"], {"b": "Bee"}).output_name('["a","b"]')
+        '["a","Bee"]'
+        """
+        try:
+            labs = decode(output)
+        except (ValueError, TypeError):
+            return output
+        names = [str(self.label_names.get(x, x)) for x in self.labels if x in labs]
+        return json.dumps(names, ensure_ascii=False, separators=(",", ":"))
+
     def wrong_placeholder(self, truth: str, rng: np.random.Generator) -> str:
         """Another label set (``quorum plan``'s wrong answer): the truth with one drawn
         label put in or taken out, or, where that breaks ``min_labels`` / ``max_labels``,

@@ -5,6 +5,7 @@ the dataset card read."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,8 +78,9 @@ class _Lookups:
 
     run_id: int
     texts: pd.Series
-    #: label names, each checked item's score, whether the run's labels are final
-    names: dict[str, str]
+    #: an output as its label's name (``label_name``), each checked item's score,
+    #: whether the run's labels are final
+    name_of: Callable[[str], str]
     checked: dict[str, float]
     done: bool
     #: the human arm, its pending tasks' items, its answered tasks, the people's labels
@@ -117,7 +119,7 @@ def _lookups(
     return _Lookups(
         run_id=rid,
         texts=items["text"],
-        names=cfg.task.label_names or {},
+        name_of=cfg.task.kind.output_name,
         checked=(quality_of(run) or {}).get("checked") or {},  # item -> its label's score
         done=run["status"] in DONE,
         human=cfg.human,
@@ -145,7 +147,7 @@ def _row(r: dict[str, Any], k: _Lookups) -> dict[str, Any]:
         "item_id": iid,
         "text": k.texts.get(iid),
         "label": out,
-        "label_name": k.names.get(out, out) if out is not None else None,
+        "label_name": k.name_of(out) if out is not None else None,
         "final": k.done and out is not None and not provisional,
         "why_not_final": _why_not_final(k.done, out, provisional, extra),
         "agreement": r["agreement"],
