@@ -340,3 +340,35 @@ def test_a_label_sets_exported_name_holds_its_labels_names(tmp_path):
     assert "Care/harm" in set().union(*map(decode, frame["label_name"]))
     ds = datasets.load_from_disk(str(write_hf(cfg, tmp_path / "hf")))
     assert list(ds["label_name"]) == list(frame["label_name"])
+
+
+def test_a_bad_gold_label_set_names_its_item(tmp_path):
+    """A gold set outside the task (an unknown label, too many labels) stopped the run
+    with "gold: multilabel answer ..." and no item; with 3,000 items, which one? The line
+    names the item, as a bad gold span's does."""
+    from quorum.errors import DataValidationError
+    from quorum.live.project.items import load_items
+
+    cases = [
+        (["care", "care", "bogus"], "label(s) outside the label set"),
+        (["care", "purity", "care;purity;non-moral"], "more than max_labels"),
+    ]
+    for gold, why in cases:
+        pd.DataFrame({"item_id": ["a", "b", "c"], "text": ["x", "y", "z"], "gold": gold}).to_csv(
+            tmp_path / "items.csv", index=False
+        )
+        data = {
+            "name": "ml-gold", "items": {"path": "items.csv", "gold_column": "gold"},
+            "task": {"type": "multilabel", "labels": ["care", "purity", "non-moral"],
+                     "max_labels": 2},
+            "budget": {"limit": 1.0}, "human": "gold",
+            "annotators": [{"name": "m", "model": "openai/m", "price": 0.01}],
+        }  # fmt: skip
+        cfg = load_project(write_project(tmp_path, data))
+        try:
+            load_items(cfg)
+        except DataValidationError as exc:
+            msg = str(exc)
+        else:
+            raise AssertionError(f"{gold} loaded")
+        assert "gold of item c:" in msg and why in msg and "\n" not in msg, msg

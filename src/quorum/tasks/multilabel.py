@@ -859,23 +859,37 @@ class MultiLabel(TaskKind):
         (a dataset folder drops and counts such answers before, :meth:`usable_outputs`)."""
         if "gold" in items.columns:
             items = items.copy()
-            items["gold"] = self._canonical_column(items["gold"], "gold")
+            ids = items["item_id"] if "item_id" in items.columns else None
+            items["gold"] = self._canonical_column(items["gold"], "gold", ids)
         if "output" in annotations.columns and len(annotations):
             annotations = annotations.copy()
             annotations["output"] = self._canonical_column(annotations["output"], "answer")
         return items, annotations
 
-    def _canonical_column(self, values: pd.Series, what: str) -> list[str | None]:
-        """:meth:`canonical` of each value, once per distinct value."""
+    def _canonical_column(
+        self, values: pd.Series, what: str, ids: pd.Series | None = None
+    ) -> list[str | None]:
+        """:meth:`canonical` of each value, once per distinct value; an error names the
+        first item (``ids``) holding the value.
+
+        >>> k = MultiLabel(["a", "b"], max_labels=1)
+        >>> try:
+        ...     k._canonical_column(pd.Series(["a", "a;b"]), "gold", pd.Series(["x", "y"]))
+        ... except DataValidationError as exc:
+        ...     print(str(exc)[:45])
+        gold of item y: multilabel answer 'a;b': 2 la
+        """
         keys = [tuple(v) if isinstance(v, (list, tuple, np.ndarray)) else v for v in values]
+        names = list(ids) if ids is not None else None
         table: dict[Any, str | None] = {}
         out = []
-        for k in keys:
+        for n, k in enumerate(keys):
             if k not in table:
                 try:
                     table[k] = self.canonical(list(k) if isinstance(k, tuple) else k)
                 except DataValidationError as exc:
-                    raise DataValidationError(f"{what}: {exc}") from None
+                    where = f"{what} of item {names[n]}" if names is not None else what
+                    raise DataValidationError(f"{where}: {exc}") from None
             out.append(table[k])
         return out
 
