@@ -372,3 +372,44 @@ def test_a_bad_gold_label_set_names_its_item(tmp_path):
         else:
             raise AssertionError(f"{gold} loaded")
         assert "gold of item c:" in msg and why in msg and "\n" not in msg, msg
+
+
+def test_an_unquoted_span_list_in_answers_csv_is_reported_as_such(tmp_path, caplog):
+    """A person's span list written into answers.csv without CSV quotes is cut at its first
+    comma; the report said '[{"start":0' "is not a label (give a JSON list ...)" to a
+    person who gave one. It now also says that the row has more fields than the header
+    and how to quote; the same list quoted is read."""
+    import csv
+    import logging
+
+    from quorum.live.run.runner import annotate
+
+    pd.DataFrame({"item_id": ["a"], "text": ["Arsenal beat Spurs on Sunday."]}).to_csv(
+        tmp_path / "items.csv", index=False
+    )
+    data = {
+        "name": "spans-csv",
+        "method": "live_servers.routers:CascadeRouter",
+        "method_params": {"batch": 4, "human_every": 1, "second": 0.0, "confidence_every": 0},
+        "features": "light",
+        "items": {"path": str(tmp_path / "items.csv")},
+        "task": {"type": "spans", "labels": ["Team", "Day"]},
+        "budget": {"limit": 1.0, "quality_checks": 0},
+        "annotators": [{"name": "spot", "kind": "model", "price": 0.001,
+                        "model": "live_servers.models:span_spotter"},
+                       {"name": "team", "kind": "human", "price": 0.1}],
+    }  # fmt: skip
+    cfg = load_project(write_project(tmp_path, data))
+    assert annotate(cfg, quiet=True).status == "pending"
+    answers = cfg.queue_dir / "answers.csv"
+    spans = '[{"start":0,"end":7,"label":"Team"}]'
+    answers.write_text(f"item_id,label,annotator\na,{spans},ann\n")  # unquoted
+    caplog.set_level(logging.WARNING, logger="quorum.live")
+    assert annotate(cfg, quiet=True).status == "pending"
+    (msg,) = [r.getMessage() for r in caplog.records if "is not a label" in r.getMessage()]
+    assert "more than the header" in msg and "double quotes" in msg, msg
+    with answers.open("w", newline="") as f:
+        csv.writer(f).writerows([["item_id", "label", "annotator"], ["a", spans, "ann"]])
+    assert annotate(cfg, quiet=True).status == "finished"
+    team = _calls(cfg).query("annotator == 'team'")
+    assert list(team["output"]) == ['[[0,7,"Team"]]']

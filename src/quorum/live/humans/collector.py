@@ -96,10 +96,11 @@ class AnswerCollector:
             if label is None:
                 src.report(
                     ("invalid", ans.item_id, ans.line, ans.raw),
-                    "answers: %s, item %s: %r is not a label (%s); the item "
+                    "answers: %s, item %s: %r is not a label (%s)%s; the item "
                     "keeps its earlier answer, or stays pending until corrected or until "
                     "humans.timeout",
                     where(ans.line, ans.by), ans.item_id, ans.raw, src.label_help(item),
+                    f"; {ans.note}" if ans.note else "",
                 )  # fmt: skip
                 invalid.add(ans.item_id)
                 continue

@@ -52,12 +52,14 @@ class HumanTask:
 
 @dataclass(frozen=True)
 class HumanAnswer:
-    """One answer row as the human wrote it (``line``: its line in the answers file)."""
+    """One answer row as the human wrote it (``line``: its line in the answers file;
+    ``note``: what looks wrong with the row itself, said with an answer that is not used)."""
 
     item_id: str
     raw: str
     by: str | None = None
     line: int | None = None
+    note: str | None = None
 
 
 class HumanQueue(ABC):
@@ -183,7 +185,8 @@ class FileHumanQueue(HumanQueue):
                     if not iid or not raw:
                         continue  # a row still being filled in
                     by = (row.get("annotator") or "").strip() or None
-                    rows.append(HumanAnswer(iid, raw, by, reader.line_num))
+                    note = _extra_fields(row, reader.fieldnames or [])
+                    rows.append(HumanAnswer(iid, raw, by, reader.line_num, note))
         except (OSError, UnicodeDecodeError, csv.Error) as exc:
             log.warning("cannot read %s (%s); will read it again when it changes", p, exc)
             self._stamp = stamp
@@ -191,6 +194,26 @@ class FileHumanQueue(HumanQueue):
         self._stamp = stamp
         self._rows = rows
         return list(rows)
+
+
+def _extra_fields(row: dict, header: list[str]) -> str | None:
+    """What to say of an answers row with more fields than its header (None: it has
+    not): most often a label holding commas (a JSON span list) written without quotes.
+
+    >>> note = _extra_fields({"label": '[{"start":0', None: ['"end":7', "ann"]}, ["label"])
+    >>> note[:64]
+    "the row has 2 field(s) more than the header ['label']: a label h"
+    >>> _extra_fields({"label": "positive"}, ["label"]) is None
+    True
+    """
+    extra = row.get(None)
+    if not extra:
+        return None
+    return (
+        f"the row has {len(extra)} field(s) more than the header {list(header)}: a label "
+        "holding commas must be in double quotes with its own quotes doubled, e.g. "
+        '"[{""start"": 0, ""end"": 7, ""label"": ""Team""}]"'
+    )
 
 
 @dataclass
