@@ -3,6 +3,7 @@ against the task's own labels and names, whatever the annotator (local model or 
 
 from __future__ import annotations
 
+import ast
 import sqlite3
 
 import numpy as np
@@ -413,3 +414,43 @@ def test_an_unquoted_span_list_in_answers_csv_is_reported_as_such(tmp_path, capl
     assert annotate(cfg, quiet=True).status == "finished"
     team = _calls(cfg).query("annotator == 'team'")
     assert list(team["output"]) == ['[[0,7,"Team"]]']
+
+
+def test_a_persons_unusable_pairwise_answer_is_reported_without_an_index(tmp_path, caplog):
+    """The help for a person's unusable pairwise verdict said "or an index 0..1", but "1"
+    is output 1 (not index 1, output 2), and with ties "0" is a tie: what it names now is
+    what is read."""
+    import logging
+
+    from quorum.live.run.runner import annotate
+    from quorum.tasks.base import ItemView
+
+    rows = [("p0", "Say hi", "hello there", "hi", "1")]
+    pd.DataFrame(rows, columns=["item_id", "instruction", "output_1", "output_2", "gold"]).to_csv(
+        tmp_path / "pairs.csv", index=False
+    )
+    data = {
+        "name": "pairs-help",
+        "method": "live_servers.routers:CascadeRouter",
+        "method_params": {"batch": 4, "human_every": 1, "second": 0.0, "confidence_every": 0},
+        "features": "light",
+        "items": {"path": str(tmp_path / "pairs.csv")},
+        "task": {"type": "pairwise", "labels": ["1", "2", "tie"]},
+        "budget": {"limit": 1.0, "quality_checks": 0},
+        "annotators": [{"name": "judge", "kind": "model", "price": 0.01,
+                        "model": "live_servers.models:longer_output"},
+                       {"name": "team", "kind": "human", "price": 0.1}],
+    }  # fmt: skip
+    cfg = load_project(write_project(tmp_path, data))
+    annotate(cfg, quiet=True)
+    (cfg.queue_dir / "answers.csv").write_text("item_id,label,annotator\np0,3,ann\n")
+    caplog.set_level(logging.WARNING, logger="quorum.live")
+    annotate(cfg, quiet=True)
+    (msg,) = [r.getMessage() for r in caplog.records if "is not a label" in r.getMessage()]
+    assert "index" not in msg and "a / b" in msg, msg
+    kind, item = cfg.task.kind, ItemView("p0", "")
+    named = msg.split("use one of ", 1)[1].split("]", 1)[0] + "]"
+    wanted = {"1": "1", "2": "2", "tie": "tie", "Output (1)": "1", "Output (2)": "2", "Tie": "tie"}
+    assert ast.literal_eval(named) == list(wanted)  # the list the message shows
+    for answer, output in [*wanted.items(), ("a", "1"), ("b", "2")]:
+        assert kind.match_human(answer, item) == output, answer

@@ -468,6 +468,17 @@ class Pairwise(Classification):
         return list(self.labels)
 
     # -- people and Label Studio ---------------------------------------------------------
+    def human_answer_help(self, item: ItemView) -> str | None:
+        """What a person may answer: the output's number or name (no index: "1" is output
+        1, and "0" would be a tie where ties are allowed).
+
+        >>> Pairwise(["1", "2"]).human_answer_help(ItemView("p", ""))
+        "use one of ['1', '2', 'Output (1)', 'Output (2)'] (or a / b for output 1 / 2)"
+        """
+        shown = [str(x) for x in (*self.labels, *self.display_labels())]
+        names = list(dict.fromkeys(shown))
+        return f"use one of {names} (or a / b for output 1 / 2)"
+
     def match_human(self, raw: str, item: ItemView) -> str | None:
         """A person's answer: "1"/"2"/"tie" in any of their spellings (``a``, ``Output
         (b)``, ...) or an option shown."""
