@@ -454,3 +454,20 @@ def test_a_persons_unusable_pairwise_answer_is_reported_without_an_index(tmp_pat
     assert ast.literal_eval(named) == list(wanted)  # the list the message shows
     for answer, output in [*wanted.items(), ("a", "1"), ("b", "2")]:
         assert kind.match_human(answer, item) == output, answer
+
+
+def test_a_span_lists_exported_name_types_each_span_by_its_name(tmp_path):
+    """`label_name` of a span export was the span list with the types' labels; with
+    `label_names` it types each span by its name, the offsets unchanged."""
+    from quorum.live.outputs.export import export_frame
+    from quorum.live.run.runner import annotate
+    from quorum.tasks.spans import decode_spans
+
+    names = {"Team": "Team name", "Day": "Day of week"}
+    cfg = _span_project(tmp_path, ["live_servers.models:span_spotter"], names)
+    annotate(cfg, quiet=True)
+    frame = export_frame(cfg)
+    assert any(decode_spans(x) for x in frame["label"])
+    for label, name in zip(frame["label"], frame["label_name"], strict=True):
+        want = sorted((a, b, names[t]) for a, b, t in decode_spans(label))
+        assert sorted(decode_spans(name)) == want

@@ -637,6 +637,18 @@ class Spans(TaskKind):
             return Parsed("unparseable", None, bad[0])
         return Parsed("ok", encode_spans(spans))
 
+    def output_name(self, output: str) -> str:
+        """A span list as people read it: each span typed by its type's name.
+
+        >>> Spans(["T"], {"T": "Team"}).output_name('[[0,3,"T"]]')
+        '[[0,3,"Team"]]'
+        """
+        try:
+            spans = decode_spans(output)
+        except ValueError:
+            return output
+        return encode_spans((a, b, str(self.label_names.get(lab, lab))) for a, b, lab in spans)
+
     def _named(self, spans: Sequence[Span]) -> tuple[Span, ...]:
         """Spans whose type is given by the name a prompt or a person sees (a label's
         ``label_names`` entry, any case) typed by the label itself; other types as given."""
