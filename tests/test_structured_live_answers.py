@@ -471,3 +471,29 @@ def test_a_span_lists_exported_name_types_each_span_by_its_name(tmp_path):
     for label, name in zip(frame["label"], frame["label_name"], strict=True):
         want = sorted((a, b, names[t]) for a, b, t in decode_spans(label))
         assert sorted(decode_spans(name)) == want
+
+
+def test_method_params_a_router_does_not_take_are_one_line_errors(tmp_path):
+    """`method_params` a router does not take (here a multi-label project's) stopped
+    `quorum annotate` and `quorum plan` with a traceback (TypeError: QuorumRouter() got
+    unexpected keyword arguments); now a one-line error, before the ledger is written."""
+    from live_servers.fixtures import quorum_here
+
+    cases = [
+        ("quorum", {"batch": 4}),
+        ("random", {"nope": 1}),
+        ("live_servers.routers:CascadeRouter", {"tau_h": 0.5}),
+    ]
+    for k, (method, params) in enumerate(cases):
+        folder = tmp_path / f"p{k}"
+        folder.mkdir()
+        cfg = _multilabel_project(folder, ["live_servers.models:moral_keywords"])
+        data = cfg.model_dump(mode="json", exclude_none=True)
+        path = write_project(folder, {**data, "method": method, "method_params": params})
+        for cmd in ("annotate", "plan"):
+            res = quorum_here(cmd, str(path))
+            assert res.returncode == 2, (method, cmd, res.stderr[-500:])
+            assert "Traceback" not in res.stderr
+            (line,) = [x for x in res.stderr.splitlines() if x.startswith("error:")]
+            assert "method_params" in line and next(iter(params)) in line, line
+        assert not (folder / ".quorum" / "ledger.sqlite").exists()

@@ -53,13 +53,18 @@ log = logging.getLogger("quorum.live")
 
 def make_method(name: str, params: dict[str, Any]) -> Router:
     """A router by registry name (``quorum``, ``random``, ...) or ``module:Class``
-    (:func:`quorum.methods.make_router`); a bad name is a :class:`ConfigError`."""
+    (:func:`quorum.methods.make_router`); a bad name, or ``method_params`` the router does
+    not take, is a one-line :class:`ConfigError`."""
     from quorum.methods import make_router
 
     try:
         return make_router(name, **params)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    except TypeError as exc:
+        if "keyword argument" not in str(exc):
+            raise
+        raise ConfigError(f"method_params of method {name!r}: {exc}") from None
 
 
 def open_ledger(cfg: ProjectConfig) -> Ledger:
@@ -171,6 +176,7 @@ def annotate(
         raise ConfigError(f"--wait must be a finite number of seconds >= 0, got {wait:g}")
     items = load_items(cfg)
     views = item_views(items, cfg.task.kind.item_fields)
+    make_method(cfg.method, cfg.method_params)  # a bad method stops it before any write
     ledger = open_ledger(cfg)
     ledger.acquire()
     run = _Run(cfg, ledger)
