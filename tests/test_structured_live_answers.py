@@ -497,3 +497,32 @@ def test_method_params_a_router_does_not_take_are_one_line_errors(tmp_path):
             (line,) = [x for x in res.stderr.splitlines() if x.startswith("error:")]
             assert "method_params" in line and next(iter(params)) in line, line
         assert not (folder / ".quorum" / "ledger.sqlite").exists()
+
+
+def test_a_span_gold_under_a_text_template_is_said_to_be_offsets_into_its_text(tmp_path, caplog):
+    """A span task whose text is `items.text_template` ("Report: {body}") reads the gold
+    spans as offsets into that text: a gold [0, 7] written for `body` ("Arsenal") marked
+    "Report:" with no word said. The load now warns, naming the gold column and the text."""
+    import logging
+
+    from quorum.live.project.items import load_items
+
+    pd.DataFrame({"item_id": ["a"], "body": ["Arsenal won."], "gold": ['[[0,7,"Team"]]']}).to_csv(
+        tmp_path / "items.csv", index=False
+    )
+    data = {
+        "name": "spans-template",
+        "items": {"path": "items.csv", "text_template": "Report: {body}", "gold_column": "gold"},
+        "task": {"type": "spans", "labels": ["Team"]},
+        "budget": {"limit": 1.0}, "human": "gold",
+        "annotators": [{"name": "m", "model": "openai/m", "price": 0.01}],
+    }  # fmt: skip
+    caplog.set_level(logging.WARNING, logger="quorum.live")
+    items = load_items(load_project(write_project(tmp_path, data)))
+    assert items["text"].iloc[0] == "Report: Arsenal won."
+    (msg,) = [r.getMessage() for r in caplog.records if "text_template" in r.getMessage()]
+    assert "gold spans ('gold')" in msg and "Report: Arsenal won." in msg, msg
+    caplog.clear()
+    data["items"] = {"path": "items.csv", "text_column": "body", "gold_column": "gold"}
+    load_items(load_project(write_project(tmp_path, data)))
+    assert not [r for r in caplog.records if "text_template" in r.getMessage()]

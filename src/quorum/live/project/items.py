@@ -156,6 +156,13 @@ def load_items(cfg: ProjectConfig) -> pd.DataFrame:
             raise ConfigError(
                 f"{where}: text_template uses column {exc} which is not in {cols}"
             ) from None
+        if kind.marks_text and ic.gold_column:  # offsets into which text? say it
+            log.warning(
+                "%s: items.text_template on a span task: the gold spans (%r) are read as "
+                "offsets into the text the template makes (e.g. %r), not into a column of "
+                "the file; shift them, or use text_column",
+                where, ic.gold_column, text.iloc[0][:60] if len(text) else "",
+            )  # fmt: skip
     else:
         if ic.text_column not in cols:
             raise ConfigError(
