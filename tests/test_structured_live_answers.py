@@ -161,6 +161,26 @@ def test_a_local_confidence_outside_0_1_is_not_recorded_as_one(tmp_path):
     assert calls["confidence"].dropna().between(0, 1).all()
 
 
+def _team_project(tmp_path, name: str, texts: list[str], task: dict, model: str, **extra):
+    """A project of ``texts`` (items a, b, c, ...): the test router with ``model`` and a
+    file-queue team asked on every item, 1.0 of budget, no quality checks."""
+    ids = [chr(ord("a") + i) for i in range(len(texts))]
+    pd.DataFrame({"item_id": ids, "text": texts}).to_csv(tmp_path / "items.csv", index=False)
+    data = {
+        "name": name,
+        "method": "live_servers.routers:CascadeRouter",
+        "method_params": {"batch": 4, "human_every": 1, "second": 0.0, "confidence_every": 0},
+        "features": "light",
+        "items": {"path": str(tmp_path / "items.csv")},
+        "task": task,
+        "budget": {"limit": 1.0, "quality_checks": 0},
+        "annotators": [{"name": "m", "kind": "model", "price": 0.001, "model": model},
+                       {"name": "team", "kind": "human", "price": 0.1}],
+        **extra,
+    }  # fmt: skip
+    return load_project(write_project(tmp_path, data))
+
+
 def test_a_persons_unusable_label_set_is_reported_with_the_set_rules(tmp_path, caplog):
     """A person's multi-label answer that is no set of the task (too many labels, an index)
     was reported with the single-label help, "use one of [...] or an index 0..2", though
@@ -171,24 +191,11 @@ def test_a_persons_unusable_label_set_is_reported_with_the_set_rules(tmp_path, c
     from quorum.live.run.runner import annotate
     from quorum.tasks.base import ItemView
 
-    pd.DataFrame({"item_id": ["a", "b", "c"], "text": ["x one", "y two", "z three"]}).to_csv(
-        tmp_path / "items.csv", index=False
-    )
-    data = {
-        "name": "ml-people",
-        "method": "live_servers.routers:CascadeRouter",
-        "method_params": {"batch": 4, "human_every": 1, "second": 0.0, "confidence_every": 0},
-        "features": "light",
-        "items": {"path": str(tmp_path / "items.csv")},
-        "task": {"type": "multilabel", "labels": ["care", "purity", "non-moral"],
-                 "max_labels": 2},
-        "budget": {"limit": 1.0, "quality_checks": 0},
-        "annotators": [{"name": "kw", "kind": "model", "price": 0.001,
-                        "model": "live_servers.models:moral_keywords"},
-                       {"name": "team", "kind": "human", "price": 0.1}],
-        "humans": {"queue_depth": 3},
-    }  # fmt: skip
-    cfg = load_project(write_project(tmp_path, data))
+    task = {"type": "multilabel", "labels": ["care", "purity", "non-moral"], "max_labels": 2}
+    cfg = _team_project(
+        tmp_path, "ml-people", ["x one", "y two", "z three"], task,
+        "live_servers.models:moral_keywords", humans={"queue_depth": 3},
+    )  # fmt: skip
     annotate(cfg, quiet=True)
     (cfg.queue_dir / "answers.csv").write_text(
         "item_id,label,annotator\na,care;purity;non-moral,ann\nb,0,ann\nc,purity;care,ann\n"
@@ -385,22 +392,10 @@ def test_an_unquoted_span_list_in_answers_csv_is_reported_as_such(tmp_path, capl
 
     from quorum.live.run.runner import annotate
 
-    pd.DataFrame({"item_id": ["a"], "text": ["Arsenal beat Spurs on Sunday."]}).to_csv(
-        tmp_path / "items.csv", index=False
-    )
-    data = {
-        "name": "spans-csv",
-        "method": "live_servers.routers:CascadeRouter",
-        "method_params": {"batch": 4, "human_every": 1, "second": 0.0, "confidence_every": 0},
-        "features": "light",
-        "items": {"path": str(tmp_path / "items.csv")},
-        "task": {"type": "spans", "labels": ["Team", "Day"]},
-        "budget": {"limit": 1.0, "quality_checks": 0},
-        "annotators": [{"name": "spot", "kind": "model", "price": 0.001,
-                        "model": "live_servers.models:span_spotter"},
-                       {"name": "team", "kind": "human", "price": 0.1}],
-    }  # fmt: skip
-    cfg = load_project(write_project(tmp_path, data))
+    cfg = _team_project(
+        tmp_path, "spans-csv", ["Arsenal beat Spurs on Sunday."],
+        {"type": "spans", "labels": ["Team", "Day"]}, "live_servers.models:span_spotter",
+    )  # fmt: skip
     assert annotate(cfg, quiet=True).status == "pending"
     answers = cfg.queue_dir / "answers.csv"
     spans = '[{"start":0,"end":7,"label":"Team"}]'
