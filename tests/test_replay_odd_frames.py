@@ -167,3 +167,46 @@ def test_label_sets_given_as_lists_still_replay() -> None:
         got = _replay(answers.assign(output=answers["output"].map(wrap)),
                       task_type="multilabel", labels=["neg", "pos"])  # fmt: skip
         pd.testing.assert_frame_equal(got.labels, as_json.labels)
+
+
+def test_a_human_who_answered_only_some_items_is_said_to_leave_gaps() -> None:
+    """A human label bought on an item the human never answered is paid and brings none
+    (replay cannot tell what they would have said): the run says so, once, and still
+    keeps within its budget; a human who answered everything gets no such warning."""
+    import warnings
+
+    partial = _answers(30)
+    partial = partial.loc[~((partial["annotator"] == "expert") & partial["item_id"].isin(
+        [f"i{k}" for k in range(10)]
+    ))]  # fmt: skip
+    with pytest.warns(UserWarning, match=r"human 'expert' has no answer on 10 of 30 items"):
+        r = _replay(partial)
+    assert r.cost <= r.budget_limit + 1e-9
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        _replay(_answers(30))
+
+
+def test_simulate_notes_a_gold_column_with_gaps(tmp_path) -> None:
+    """``quorum simulate`` on a folder whose gold (the human) is missing on some items:
+    one note line before the run."""
+    from typer.testing import CliRunner
+
+    from quorum.cli.main import app
+
+    ans = _answers(30)
+    items = pd.DataFrame({"item_id": [f"i{k}" for k in range(30)],
+                          "text": [f"text {k}" for k in range(30)]})  # fmt: skip
+    gold = ans.loc[ans["annotator"] == "expert"].set_index("item_id")["output"]
+    items["gold"] = items["item_id"].map(gold).where(items.index >= 4)
+    items.to_csv(tmp_path / "items.csv", index=False)
+    ans.loc[ans["annotator"] != "expert"].to_csv(tmp_path / "answers.csv", index=False)
+    (tmp_path / "task.toml").write_text(
+        'name = "gaps"\ntype = "classification"\nlabels = ["neg", "pos"]\n'
+        '[[annotators]]\nname = "cheap"\nprice = 0.01\n'
+        '[[annotators]]\nname = "dear"\nprice = 0.05\n'
+    )
+    res = CliRunner().invoke(app, ["simulate", "-d", str(tmp_path), "--method", "random", "--json"])
+    assert res.exit_code == 0, res.output
+    (note,) = [ln for ln in res.output.splitlines() if "has no answer on" in ln]
+    assert note.startswith("note: human 'gold' has no answer on 4 of 30 items"), note

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -85,9 +86,10 @@ def replay(
     crowd-kit's ``task, worker, label``, read where ours are absent; ids and annotator
     names are strings, an integer worker ``3`` being ``"3"`` in ``prices`` and ``human``
     too; a missing or blank output is no answer, and labels are strings, ``1.0`` being
-    ``"1"``); ``human`` names
-    the annotator a paid human label returns; ``prices`` every annotator's price per
-    answer (the human's included);
+    ``"1"``); ``human`` names the annotator a paid human label returns (where it has no
+    answer on some items a ``UserWarning`` says so: a human label bought there is paid
+    and brings none, :func:`quorum.simulate.human_gaps`); ``prices`` every annotator's
+    price per answer (the human's included);
     ``items`` each item's text (``item_id, text`` frame or id -> text; default: the ids).
     ``budget``: dollars, a share of labelling every item by humans; auditor, a share of
     the items a human may label. ``features``: "full" (the paper's phi(d_t), cached) or
@@ -115,6 +117,10 @@ def replay(
     human = str(human)  # an integer worker id names the annotator its string does
     prices = {str(k): v for k, v in prices.items()}
     dataset = _replay_dataset(answers, prices, human, items, task_type, labels, language)
+    from quorum.simulate import human_gaps_note
+
+    if (gaps := human_gaps_note(dataset, human)) is not None:
+        warnings.warn(gaps, UserWarning, stacklevel=2)
     r = make_router(router)
     prep = _replay_prepare(dataset, human, features, r)
     if target_quality is not None:

@@ -147,6 +147,47 @@ def prepare(
 MAX_FRACTION = 1e6
 
 
+def human_gaps(dataset: Dataset, human: str = GOLD_HUMAN) -> list[str]:
+    """The items on which ``human`` (``"gold"``: the reference column; else a recorded
+    annotator) has no answer. A human label bought there in a replay is paid and brings
+    no label: replay cannot tell what the person would have said (live, an unanswered
+    task is withdrawn and not paid). :func:`human_gaps_note` says so in one line.
+
+    >>> import pandas as pd
+    >>> from quorum.data.schema import AnnotatorSpec, TaskSpec
+    >>> task = TaskSpec(name="t", type="classification", labels=["a", "b"],
+    ...                 annotators=[AnnotatorSpec(name="m", price=0.01)])
+    >>> items = pd.DataFrame({"item_id": ["1", "2"], "text": ["x", "y"], "gold": ["a", None]})
+    >>> ans = pd.DataFrame({"item_id": ["1", "2"], "annotator": ["m", "m"], "output": ["a", "b"]})
+    >>> human_gaps(Dataset(task, items, ans))
+    ['2']
+    """
+    ids = dataset.items["item_id"].astype(str)
+    if human == GOLD_HUMAN:
+        col = dataset.task.kind.reference_column
+        if col not in dataset.items.columns:
+            return list(ids)
+        ref = dataset.items[col]
+        missing = ref.isna() | ref.map(lambda v: isinstance(v, str) and not v.strip())
+        return list(ids[missing.astype(bool).to_numpy()])
+    ann = dataset.annotations
+    answered = set(ann.loc[ann["annotator"] == human, "item_id"].astype(str))
+    return [i for i in ids if i not in answered]
+
+
+def human_gaps_note(dataset: Dataset, human: str = GOLD_HUMAN) -> str | None:
+    """One line where ``human`` has no answer on some items (:func:`human_gaps`), else
+    None."""
+    gaps = human_gaps(dataset, human)
+    if not gaps:
+        return None
+    return (
+        f"human {human!r} has no answer on {len(gaps)} of {dataset.n_items} items (e.g. "
+        f"{gaps[:3]}): a human label bought there in a replay is paid and brings no label, "
+        "so keep only the items the human answered for a faithful replay"
+    )
+
+
 def check_fraction(setting: str, fraction: float) -> None:
     """A budget fraction the setting can mean.
 

@@ -69,6 +69,7 @@ def simulate(
     from quorum.simulate import (
         check_fraction,
         check_supported,
+        human_gaps_note,
         parse_annotators,
         prepare,
         simulate_once,
@@ -85,6 +86,8 @@ def simulate(
         ds = load_dataset(dataset)
         check_supported(method, ds.task.kind, ds.name)  # before features and embeddings
         _say_defaults(ds, dataset)
+        if (gaps := human_gaps_note(ds, human)) is not None:
+            typer.echo(f"note: {gaps}", err=True)
         prep = prepare(ds, panel, human)
         rows = []
         for s in range(seeds):
