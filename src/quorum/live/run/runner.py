@@ -55,15 +55,14 @@ def make_method(name: str, params: dict[str, Any]) -> Router:
     """A router by registry name (``quorum``, ``random``, ...) or ``module:Class``
     (:func:`quorum.methods.make_router`); a bad name, or ``method_params`` the router does
     not take, is a one-line :class:`ConfigError`."""
-    from quorum.methods import check_params, get_router_class, make_router
+    from quorum.methods import get_router_class, make_router
 
     try:
         get_router_class(name)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     try:
-        check_params(name, params)
-        return make_router(name, **params)
+        return make_router(name, **params)  # checks the names (quorum.methods.check_params)
     except ValueError as exc:  # a value the router refuses, or a name it does not take
         raise ConfigError(f"method_params of method {name!r}: {exc}") from None
     except TypeError as exc:  # a router of one's own that takes **kwargs and refuses some
