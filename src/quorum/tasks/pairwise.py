@@ -534,18 +534,26 @@ class Pairwise(Classification):
 
 
 def consistency_table(consistency: pd.DataFrame, gold: pd.Series | None = None) -> pd.DataFrame:
-    """Per judge: pairs asked in both orders, share consistent, and where gold is given the
-    accuracy of the first order and of the consistent verdicts (the report's figures)."""
+    """Per judge: pairs asked in both orders, share consistent (of the ``read_both`` pairs
+    whose two verdicts could be read), share of the given-order verdicts for output 1 (of
+    the ``read_given`` ones read: an unreadable verdict is no vote for either output), and
+    where gold is given the accuracy of the first order and of the consistent verdicts
+    (the report's figures)."""
     rows = []
     for judge, g in consistency.groupby("judge", sort=True):
         known = g["consistent"].notna()
+        given = g["first"].notna()
         row: dict[str, Any] = {
             "judge": judge,
             "pairs": len(g),
             "consistent": float(g.loc[known, "consistent"].astype(bool).mean())
             if known.any()
             else float("nan"),
-            "wins_1": float((g["first"] == FIRST).mean()),
+            "read_both": int(known.sum()),
+            "wins_1": float((g.loc[given, "first"] == FIRST).mean())
+            if given.any()
+            else float("nan"),
+            "read_given": int(given.sum()),
         }
         if gold is not None:
             truth = gold.reindex(g["item_id"]).to_numpy()

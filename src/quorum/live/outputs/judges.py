@@ -77,7 +77,6 @@ def judge_table(pairs: pd.DataFrame) -> list[dict[str, Any]]:
         shown_first = pd.concat([g["first"] == FIRST, g["second"] == SECOND])
         known = pd.concat([g["first"].notna(), g["second"].notna()])
         mine = pairs[pairs["annotator"] == judge]
-        given = g["first"].notna()  # an unreadable verdict is no vote for either output
         rows.append(
             {
                 "judge": judge,
@@ -85,9 +84,9 @@ def judge_table(pairs: pd.DataFrame) -> list[dict[str, Any]]:
                 "pairs": int(r["pairs"]),
                 "consistent": None if r["consistent"] != r["consistent"] else r["consistent"],
                 "inconsistent": int((g["consistent"] == False).sum()),  # noqa: E712
-                "read_both": int(g["consistent"].notna().sum()),
-                "read_given": int(given.sum()),
-                "wins_1": float((g.loc[given, "first"] == FIRST).mean()) if given.any() else None,
+                "read_both": int(r["read_both"]),
+                "read_given": int(r["read_given"]),
+                "wins_1": None if r["wins_1"] != r["wins_1"] else r["wins_1"],
                 "picks_first_shown": float(shown_first[known].mean()) if known.any() else None,
                 "answered": int(mine["answer"].notna().sum()),
             }
